@@ -122,4 +122,3 @@ func (e *Engine) observe(entry loop.Entry, s loop.State) {
 		e.Observe(entry, s)
 	}
 }
-
