@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-run/sluice/internal/cmd/sandboxexec"
 	"github.com/sluice-run/sluice/internal/cmd/version"
 	"github.com/sluice-run/sluice/internal/cmdutil"
 )
@@ -29,6 +30,7 @@ check each through quality gates, merge, and report.`,
 	cmd.SetErr(f.IO.ErrOut)
 
 	cmd.AddCommand(
+		sandboxexec.NewCmd(f),
 		version.NewCmd(f),
 	)
 	return cmd
