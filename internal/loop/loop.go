@@ -305,13 +305,13 @@ func Apply(s State, e Event) State {
 	}
 	delete(s.InFlight, e.ActionID)
 	if e.Type == EvDelegationDone || e.Type == EvDelegationFail {
-		s.Usage = s.Usage.add(e.Usage)
+		s.Usage = s.Usage.Add(e.Usage)
 		if s.UsageByRole == nil {
 			s.UsageByRole = map[string]Usage{}
 		}
-		s.UsageByRole[a.Role] = s.UsageByRole[a.Role].add(e.Usage)
+		s.UsageByRole[a.Role] = s.UsageByRole[a.Role].Add(e.Usage)
 		if t := s.Tasks[a.TaskID]; t != nil {
-			t.Usage = t.Usage.add(e.Usage)
+			t.Usage = t.Usage.Add(e.Usage)
 		}
 		if e.Type == EvDelegationFail && interrupted(e.Reason) {
 			// Not the attempt's fault: the same work is issued again later

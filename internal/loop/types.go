@@ -89,7 +89,8 @@ type Usage struct {
 	Calls   int     `json:"calls"`
 }
 
-func (u Usage) add(o Usage) Usage {
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
 	return Usage{Tokens: u.Tokens + o.Tokens, CostUSD: u.CostUSD + o.CostUSD, Calls: u.Calls + o.Calls}
 }
 
