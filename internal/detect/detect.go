@@ -101,7 +101,7 @@ var ErrNotDir = errors.New("not a directory")
 func Detect(ctx context.Context, root string) (*Result, error) {
 	info, err := os.Stat(root)
 	if err != nil {
-		return nil, fmt.Errorf("project root %s: %w", root, err)
+		return nil, fmt.Errorf("project root %s: %w; pass an existing, readable project directory", root, unwrapPath(err))
 	}
 	if !info.IsDir() {
 		return nil, fmt.Errorf("project root %s: %w; pass a project directory", root, ErrNotDir)
@@ -180,7 +180,7 @@ func DetectFS(ctx context.Context, fsys fs.FS, display string) (*Result, error) 
 				tied = append(tied, l.Name)
 			}
 		}
-		warn(display, fmt.Sprintf("tie: %s each have %d source files; chose %s by the fixed order %s (add a .sluice/language-manifest.md or remove a marker to choose otherwise)",
+		warn(display, fmt.Sprintf("tie: %s each have %d source files; chose %s by the fixed order %s (remove a marker to choose otherwise)",
 			strings.Join(tied, ", "), res.Languages[0].SourceFiles, res.Primary, strings.Join(languageOrder, ", ")))
 	}
 	return res, nil

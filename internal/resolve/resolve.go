@@ -147,7 +147,7 @@ func Resolve(ctx context.Context, root string, opts Options) (*Result, error) {
 	}
 	det, err := detect.Detect(ctx, abs)
 	if err != nil {
-		return nil, fmt.Errorf("resolve: %w", err)
+		return nil, err
 	}
 	res := &Result{
 		Root:        abs,

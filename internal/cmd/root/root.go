@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
 	"github.com/sluice-run/sluice/internal/cmd/sandboxexec"
 	"github.com/sluice-run/sluice/internal/cmd/version"
 	"github.com/sluice-run/sluice/internal/cmdutil"
@@ -30,6 +31,7 @@ check each through quality gates, merge, and report.`,
 	cmd.SetErr(f.IO.ErrOut)
 
 	cmd.AddCommand(
+		resolvecmd.NewCmd(f),
 		sandboxexec.NewCmd(f),
 		version.NewCmd(f),
 	)
