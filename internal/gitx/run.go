@@ -24,6 +24,9 @@ func (r *Repo) GitPath(rel string) (string, error) {
 // ResetHard discards every change in worktree, tracked or not (ignored
 // files stay), and moves its branch back to sha.
 func (r *Repo) ResetHard(ctx context.Context, worktree, sha string) error {
+	// Moving the branch is a ref update: serialized like every other.
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if _, err := git(ctx, worktree, nil, "reset", "--quiet", "--hard", sha); err != nil {
 		return fmt.Errorf("reset %s to %s: %w", worktree, short(sha), err)
 	}

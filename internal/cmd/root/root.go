@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
+	"github.com/sluice-run/sluice/internal/cmd/apply"
 	"github.com/sluice-run/sluice/internal/cmd/sandboxexec"
 	"github.com/sluice-run/sluice/internal/cmd/version"
 	"github.com/sluice-run/sluice/internal/cmdutil"
@@ -31,6 +32,7 @@ check each through quality gates, merge, and report.`,
 	cmd.SetErr(f.IO.ErrOut)
 
 	cmd.AddCommand(
+		apply.NewCmd(f),
 		resolvecmd.NewCmd(f),
 		sandboxexec.NewCmd(f),
 		version.NewCmd(f),
