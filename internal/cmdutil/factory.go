@@ -5,6 +5,9 @@ package cmdutil
 import (
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 
 	"github.com/sluice-run/sluice/internal/ui"
 )
@@ -27,8 +30,23 @@ func New() *Factory {
 		IO:         ui.System(),
 		Getenv:     os.Getenv,
 		Getwd:      os.Getwd,
-		Executable: os.Executable,
+		Executable: executable,
 	}
+}
+
+// executable is how to start this program again: the name it was started
+// by, found the way the shell found it, so a binary reached through a link
+// (as test harnesses do) re-executes as itself. os.Executable is the
+// fallback.
+func executable() (string, error) {
+	name := os.Args[0]
+	if !strings.ContainsRune(name, filepath.Separator) {
+		if p, err := exec.LookPath(name); err == nil {
+			return filepath.Abs(p)
+		}
+		return os.Executable()
+	}
+	return filepath.Abs(name)
 }
 
 // ErrSilent is returned by a command that has already printed its error; the
