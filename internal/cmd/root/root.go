@@ -9,9 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
 	"github.com/sluice-run/sluice/internal/cmd/apply"
+	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
 	"github.com/sluice-run/sluice/internal/cmd/sandboxexec"
+	plancmd "github.com/sluice-run/sluice/internal/cmd/plan"
 	"github.com/sluice-run/sluice/internal/cmd/version"
 	"github.com/sluice-run/sluice/internal/cmdutil"
 )
@@ -35,6 +36,7 @@ check each through quality gates, merge, and report.`,
 		apply.NewCmd(f),
 		resolvecmd.NewCmd(f),
 		sandboxexec.NewCmd(f),
+		plancmd.NewCmd(f),
 		version.NewCmd(f),
 	)
 	return cmd
