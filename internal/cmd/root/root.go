@@ -12,7 +12,6 @@ import (
 	"github.com/sluice-run/sluice/internal/cmd/apply"
 	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
 	"github.com/sluice-run/sluice/internal/cmd/sandboxexec"
-	plancmd "github.com/sluice-run/sluice/internal/cmd/plan"
 	"github.com/sluice-run/sluice/internal/cmd/version"
 	"github.com/sluice-run/sluice/internal/cmdutil"
 )
@@ -36,7 +35,6 @@ check each through quality gates, merge, and report.`,
 		apply.NewCmd(f),
 		resolvecmd.NewCmd(f),
 		sandboxexec.NewCmd(f),
-		plancmd.NewCmd(f),
 		version.NewCmd(f),
 	)
 	return cmd
