@@ -331,6 +331,26 @@ func isWorktreeDir(path string) bool {
 	return err == nil && !fi.IsDir()
 }
 
+// AddDetachedWorktree checks rev out, detached, in a new worktree at path
+// (which must not exist): a read-only view of another commit, such as the
+// base a T0 baseline is evaluated on. Remove it with RemoveWorktree.
+func (r *Repo) AddDetachedWorktree(ctx context.Context, path, rev string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("add worktree %s: %w", path, err)
+	}
+	sha, err := r.revParse(ctx, r.root, rev+"^{commit}")
+	if err != nil {
+		return fmt.Errorf("add worktree %s at %s: %w", abs, rev, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := git(ctx, r.root, nil, "worktree", "add", "--quiet", "--detach", abs, sha); err != nil {
+		return fmt.Errorf("add worktree %s at %s: %w", abs, rev, err)
+	}
+	return nil
+}
+
 // RemoveWorktree removes the worktree at path, discarding its uncommitted
 // changes. A path that is not a worktree (or does not exist) is not an
 // error. The worktree's branch is kept; see DeleteBranch.

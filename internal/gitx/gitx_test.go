@@ -604,3 +604,27 @@ func TestCancelledContext(t *testing.T) {
 		t.Errorf("error %v does not name the git command and directory", err)
 	}
 }
+
+func TestAddDetachedWorktree(t *testing.T) {
+	ctx := context.Background()
+	r, root := newRepo(t)
+	_, base, _ := r.Head(ctx)
+	write(t, filepath.Join(root, "a.txt"), "later\n")
+	run(t, root, "commit", "-q", "-am", "later")
+	wt := filepath.Join(t.TempDir(), "base")
+	if err := r.AddDetachedWorktree(ctx, wt, base); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(wt, "a.txt")); string(b) != "one\ntwo\nthree\n" {
+		t.Errorf("detached worktree has a.txt = %q, want the base version", b)
+	}
+	if got := run(t, wt, "rev-parse", "HEAD"); got != base {
+		t.Errorf("detached worktree at %s, want %s", got, base)
+	}
+	if err := r.RemoveWorktree(ctx, wt); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddDetachedWorktree(ctx, wt, "no-such-rev"); err == nil || !strings.Contains(err.Error(), "no-such-rev") {
+		t.Errorf("AddDetachedWorktree(bad rev) = %v", err)
+	}
+}
