@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-run/sluice/internal/cmd/apply"
+	plancmd "github.com/sluice-run/sluice/internal/cmd/plan"
 	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
 	"github.com/sluice-run/sluice/internal/cmd/sandboxexec"
 	"github.com/sluice-run/sluice/internal/cmd/version"
@@ -35,6 +36,7 @@ check each through quality gates, merge, and report.`,
 		apply.NewCmd(f),
 		resolvecmd.NewCmd(f),
 		sandboxexec.NewCmd(f),
+		plancmd.NewCmd(f),
 		version.NewCmd(f),
 	)
 	return cmd
