@@ -89,7 +89,8 @@ budgets:
 
 # run: the loop's knobs.
 run:
-# jobs: how many tasks run at once, each in its own git worktree.
+# jobs: how many tasks run at once, each in its own git worktree; 0 means
+# the number of CPUs.
 #  jobs: {{y .Run.Jobs}}
 # schedule: dag (a task starts when its dependencies are merged) or waves
 # (barriers between waves of independent tasks).

@@ -69,6 +69,22 @@ func TestTemplateDocumentsEveryKey(t *testing.T) {
 	}
 }
 
+func TestTemplateShowsDefaults(t *testing.T) {
+	out, err := renderConfig(config.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := decodeStrict(t, uncomment(out))
+	got.Gates = config.Gates{}
+	got.Capabilities.Config = nil
+	if len(got.Capabilities.Enabled) == 0 {
+		got.Capabilities.Enabled = nil // rendered as []
+	}
+	if !reflect.DeepEqual(got, config.Defaults()) {
+		t.Errorf("uncommented template decodes to\n%+v\nwant the defaults\n%+v", got, config.Defaults())
+	}
+}
+
 func TestTemplateAsWrittenSetsNothing(t *testing.T) {
 	out, err := renderConfig(sample())
 	if err != nil {
