@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-run/sluice/internal/cmd/apply"
-	"github.com/sluice-run/sluice/internal/cmd/initcmd"
 	plancmd "github.com/sluice-run/sluice/internal/cmd/plan"
 	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
 	"github.com/sluice-run/sluice/internal/cmd/sandboxexec"
@@ -35,7 +34,6 @@ check each through quality gates, merge, and report.`,
 
 	cmd.AddCommand(
 		apply.NewCmd(f),
-		initcmd.NewCmd(f),
 		resolvecmd.NewCmd(f),
 		sandboxexec.NewCmd(f),
 		plancmd.NewCmd(f),
