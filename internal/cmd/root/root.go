@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-run/sluice/internal/cmd/apply"
+	configcmd "github.com/sluice-run/sluice/internal/cmd/config"
+	"github.com/sluice-run/sluice/internal/cmd/initcmd"
 	plancmd "github.com/sluice-run/sluice/internal/cmd/plan"
 	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
 	"github.com/sluice-run/sluice/internal/cmd/sandboxexec"
@@ -34,6 +36,8 @@ check each through quality gates, merge, and report.`,
 
 	cmd.AddCommand(
 		apply.NewCmd(f),
+		configcmd.NewCmd(f),
+		initcmd.NewCmd(f),
 		resolvecmd.NewCmd(f),
 		sandboxexec.NewCmd(f),
 		plancmd.NewCmd(f),
