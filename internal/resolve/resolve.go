@@ -145,6 +145,16 @@ func Resolve(ctx context.Context, root string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", root, err)
 	}
+	// Plugin dirs are shown in warnings and paths: make them absolute so
+	// they read the same wherever sluice was started.
+	dirs := make([]string, len(opts.PluginDirs))
+	for i, d := range opts.PluginDirs {
+		if a, err := filepath.Abs(d); err == nil {
+			d = a
+		}
+		dirs[i] = d
+	}
+	opts.PluginDirs = dirs
 	det, err := detect.Detect(ctx, abs)
 	if err != nil {
 		return nil, err
