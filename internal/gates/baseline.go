@@ -94,7 +94,7 @@ func Judge(t0, now Result) Verdict {
 
 func judgeFiles(v Verdict, t0, now Result) Verdict {
 	if now.Passed {
-		v.Pass, v.Reason = true, fmt.Sprintf("passed on %d changed file(s)", now.Files)
+		v.Pass, v.Reason = true, fmt.Sprintf("passed on %d file(s)", now.Files)
 		return v
 	}
 	if now.TimedOut {

@@ -131,40 +131,57 @@ func (r *Runner) runOne(ctx context.Context, dir string, c Command, changed []st
 }
 
 // attribute finds the files a failing {files} command objects to by running
-// it on halves of the failing set, recursively: O(k log n) runs for k bad
-// files among n. ok is false when the runs disagree (a set fails but
-// neither half does: the command is not a per-file check) or the run budget
-// is spent.
+// it on both halves of the failing set, recursively and concurrently:
+// O(k log n) runs for k bad files among n, in O(log n) rounds. ok is false
+// when the runs disagree (a set fails but neither half does: the command is
+// not a per-file check) or the run budget is spent.
 func (r *Runner) attribute(ctx context.Context, dir, command string, files []string, treeKey string) (failing []string, ok bool) {
 	if len(files) == 1 {
 		return files, true
 	}
-	budget := maxAttributionRuns
+	var (
+		mu     sync.Mutex
+		budget = maxAttributionRuns
+	)
+	take := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if budget == 0 {
+			return false
+		}
+		budget--
+		return true
+	}
+	// search is called on a set known to fail; it reports whether the
+	// failure was pinned on at least one file and no run went wrong.
 	var search func(set []string) bool
 	search = func(set []string) bool {
 		if len(set) == 1 {
+			mu.Lock()
 			failing = append(failing, set[0])
+			mu.Unlock()
 			return true
 		}
-		halves := [][]string{set[:len(set)/2], set[len(set)/2:]}
-		found := false
-		for _, h := range halves {
-			if budget == 0 || ctx.Err() != nil {
-				return false
-			}
-			budget--
-			res := r.exec(ctx, dir, Expand(command, h), nil, treeKey)
-			if res.TimedOut {
-				return false
-			}
-			if !res.Passed {
-				if !search(h) {
-					return false
+		halves := [2][]string{set[:len(set)/2], set[len(set)/2:]}
+		var failed, sound [2]bool
+		var wg sync.WaitGroup
+		for i, h := range halves {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if !take() || ctx.Err() != nil {
+					return
 				}
-				found = true
-			}
+				res := r.exec(ctx, dir, Expand(command, h), nil, treeKey)
+				if res.TimedOut {
+					return
+				}
+				failed[i] = !res.Passed
+				sound[i] = res.Passed || search(h)
+			}()
 		}
-		return found
+		wg.Wait()
+		return sound[0] && sound[1] && (failed[0] || failed[1])
 	}
 	if !search(files) {
 		return nil, false

@@ -320,3 +320,19 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+func TestAttributionNotPerFile(t *testing.T) {
+	// A command that fails on the set but on no single file is not a
+	// per-file check: nothing is pinned on a file and the result is not
+	// parsed, so Judge cannot excuse it as pre-existing.
+	dir := t.TempDir()
+	res := (&Runner{}).Run(context.Background(), dir, []Command{
+		{Name: "typecheck", Command: "set -- {files}; [ $# -lt 2 ]"},
+	}, []string{"a.py", "b.py", "c.py"}, "")[0]
+	if res.Passed || res.Parsed || len(res.FailingTests) != 0 {
+		t.Errorf("result = %+v, want an unattributed failure", res)
+	}
+	if v := Judge(Result{Ran: "x", Passed: false, PerFile: true}, res); v.Pass {
+		t.Errorf("Judge passed an unattributed {files} failure: %+v", v)
+	}
+}

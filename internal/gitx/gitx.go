@@ -434,7 +434,7 @@ func (r *Repo) DirtyFiles(ctx context.Context, worktree string) ([]string, error
 	if err != nil {
 		return nil, fmt.Errorf("changed files in %s: %w", worktree, err)
 	}
-	untracked, err := git(ctx, worktree, nil, "ls-files", "-z", "--others", "--exclude-standard")
+	untracked, err := git(ctx, worktree, nil, "ls-files", "-z", "--others", "--exclude-standard", "--", ".", excludeSluice)
 	if err != nil {
 		return nil, fmt.Errorf("untracked files in %s: %w", worktree, err)
 	}
@@ -456,11 +456,17 @@ func (r *Repo) TreeHash(ctx context.Context, rev string) (string, error) {
 }
 
 // WorkTreeHash returns the hash of the tree the worktree's files would form
-// if everything (tracked and untracked, not ignored) were committed, without
-// touching the worktree's index: it stages into a temporary index. It is a
-// cache key for the worktree's current content.
+// if everything (tracked and untracked, not ignored, outside .sluice) were
+// committed, without touching the worktree's index: it stages into a
+// temporary index kept in the worktree's git directory (a temporary file
+// elsewhere might lie inside the worktree and end up in its own tree). It
+// is a cache key for the worktree's current content.
 func (r *Repo) WorkTreeHash(ctx context.Context, worktree string) (string, error) {
-	tmp, err := os.CreateTemp("", "sluice-index-*")
+	gitDir, err := git(ctx, worktree, nil, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return "", fmt.Errorf("tree hash of %s: %w", worktree, err)
+	}
+	tmp, err := os.CreateTemp(strings.TrimSpace(gitDir), "sluice-index-*")
 	if err != nil {
 		return "", fmt.Errorf("tree hash of %s: %w", worktree, err)
 	}
@@ -475,6 +481,11 @@ func (r *Repo) WorkTreeHash(ctx context.Context, worktree string) (string, error
 	if _, err := git(ctx, worktree, env, "add", "--all"); err != nil {
 		return "", fmt.Errorf("tree hash of %s: %w", worktree, err)
 	}
+	// An exclude pathspec on add fails when .sluice is also ignored, so
+	// drop it from the temporary index afterwards instead.
+	if _, err := git(ctx, worktree, env, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ".sluice"); err != nil {
+		return "", fmt.Errorf("tree hash of %s: %w", worktree, err)
+	}
 	out, err := git(ctx, worktree, env, "write-tree")
 	if err != nil {
 		return "", fmt.Errorf("tree hash of %s: %w", worktree, err)
@@ -482,10 +493,14 @@ func (r *Repo) WorkTreeHash(ctx context.Context, worktree string) (string, error
 	return strings.TrimSpace(out), nil
 }
 
+// excludeSluice is a pathspec leaving out sluice's own directory (runs,
+// caches, worktrees) when a repository does not ignore it.
+const excludeSluice = ":(exclude,top).sluice"
+
 // IsClean reports whether worktree has no staged or unstaged changes and no
 // untracked, non-ignored files. sluice's own .sluice directory is ignored.
 func (r *Repo) IsClean(ctx context.Context, worktree string) (bool, error) {
-	out, err := git(ctx, worktree, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".", ":(exclude).sluice")
+	out, err := git(ctx, worktree, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".", excludeSluice)
 	if err != nil {
 		return false, fmt.Errorf("status of %s: %w", worktree, err)
 	}

@@ -487,6 +487,27 @@ func TestTreeHashes(t *testing.T) {
 	if err != nil || dirty == tree {
 		t.Fatalf("WorkTreeHash with an untracked file = %s, %v; want a new hash", dirty, err)
 	}
+	// Neither sluice's own directory nor a temp dir inside the tree (the
+	// index is staged outside it) changes the hash.
+	write(t, filepath.Join(root, ".sluice", "cache", "x.json"), "{}")
+	os.Remove(filepath.Join(root, ".gitignore"))
+	t.Setenv("TMPDIR", filepath.Join(root, "tmp"))
+	os.Mkdir(filepath.Join(root, "tmp"), 0o755)
+	run(t, root, "add", ".gitignore")
+	run(t, root, "commit", "-q", "-m", "no ignore file")
+	tree, _ = r.TreeHash(ctx, "HEAD")
+	dirty, _ = r.WorkTreeHash(ctx, root)
+	if again, _ := r.WorkTreeHash(ctx, root); again != dirty {
+		t.Errorf("WorkTreeHash is not stable: %s then %s", dirty, again)
+	}
+	files, err := r.DirtyFiles(ctx, root)
+	if err != nil || !slices.Equal(files, []string{"untracked.txt"}) {
+		t.Errorf("DirtyFiles = %q, %v; want only untracked.txt (not .sluice)", files, err)
+	}
+	indexBefore, _ = os.ReadFile(filepath.Join(root, ".git", "index"))
+	if _, err := r.WorkTreeHash(ctx, root); err != nil {
+		t.Fatal(err)
+	}
 	indexAfter, _ := os.ReadFile(filepath.Join(root, ".git", "index"))
 	if string(indexBefore) != string(indexAfter) {
 		t.Error("WorkTreeHash modified the user's index")
@@ -495,7 +516,7 @@ func TestTreeHashes(t *testing.T) {
 		t.Error("IsClean with an untracked file = true")
 	}
 	os.Remove(filepath.Join(root, "untracked.txt"))
-	write(t, filepath.Join(root, ".sluice", "runs", "x", "state.json"), "{}")
+	os.Remove(filepath.Join(root, "tmp"))
 	if ok, err := r.IsClean(ctx, root); !ok || err != nil {
 		t.Errorf("IsClean with only .sluice content = %v, %v", ok, err)
 	}

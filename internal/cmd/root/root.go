@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-run/sluice/internal/cmd/apply"
+	gatescmd "github.com/sluice-run/sluice/internal/cmd/gates"
 	configcmd "github.com/sluice-run/sluice/internal/cmd/config"
 	"github.com/sluice-run/sluice/internal/cmd/initcmd"
 	plancmd "github.com/sluice-run/sluice/internal/cmd/plan"
@@ -36,6 +37,7 @@ check each through quality gates, merge, and report.`,
 
 	cmd.AddCommand(
 		apply.NewCmd(f),
+		gatescmd.NewCmd(f),
 		configcmd.NewCmd(f),
 		initcmd.NewCmd(f),
 		resolvecmd.NewCmd(f),
