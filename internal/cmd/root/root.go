@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-run/sluice/internal/cmd/apply"
-	gatescmd "github.com/sluice-run/sluice/internal/cmd/gates"
 	configcmd "github.com/sluice-run/sluice/internal/cmd/config"
+	gatescmd "github.com/sluice-run/sluice/internal/cmd/gates"
 	"github.com/sluice-run/sluice/internal/cmd/initcmd"
 	plancmd "github.com/sluice-run/sluice/internal/cmd/plan"
 	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
@@ -37,8 +37,8 @@ check each through quality gates, merge, and report.`,
 
 	cmd.AddCommand(
 		apply.NewCmd(f),
-		gatescmd.NewCmd(f),
 		configcmd.NewCmd(f),
+		gatescmd.NewCmd(f),
 		initcmd.NewCmd(f),
 		resolvecmd.NewCmd(f),
 		sandboxexec.NewCmd(f),
