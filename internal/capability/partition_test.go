@@ -169,3 +169,31 @@ func TestPointsObeyPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAgentDeclarations(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, body string) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".claude/agents/reviewer.md", "---\nname: reviewer\nrole: code-reviewer\n---\nReview.\n")
+	write(".claude/agents/helper.md", "---\nname: helper\n---\nA specialist without a role.\n")
+	write(".sluice/agents/boss.md", "---\nrole: executor\nsteps: [plan]\n---\nPlan and execute.\n")
+	write(".sluice/agents/wizard.md", "---\nrole: wizard\n---\nMagic.\n")
+	decls, errs := AgentDeclarations(root, nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `wizard.md: role "wizard": not a role sluice delegates to`) {
+		t.Errorf("errs = %v", errs)
+	}
+	if len(decls) != 2 || decls[0].Step != "verify" || decls[1].Step != "plan" {
+		t.Fatalf("decls = %+v", decls)
+	}
+	err := CheckPartition(decls)
+	if err == nil || !strings.Contains(err.Error(), `boss.md: role "executor" at step "plan"`) || strings.Contains(err.Error(), "reviewer.md") {
+		t.Errorf("CheckPartition = %v", err)
+	}
+}
