@@ -439,13 +439,26 @@ func ConfigValues(c Capability, set map[string]any) (map[string]any, []error) {
 	return out, errs
 }
 
-// PluginDirs lists the plugin directories of a project: every directory
-// under .sluice/plugins and .claude/plugins, and those locations themselves
-// when they hold a capabilities directory (a single plugin laid out at the
-// top). Pass them, with any --plugin-dir, to Discover.
-func PluginDirs(projectRoot string) []string {
+// PluginLocations lists where plugins are searched, highest precedence
+// first, as internal/resolve searches them: the --plugin-dir values, the
+// project's .sluice/plugins and .claude/plugins, then the user's config
+// dir's plugins (userConfigDir "" skips it).
+func PluginLocations(projectRoot, userConfigDir string, extra []string) []string {
+	out := append([]string(nil), extra...)
+	out = append(out, filepath.Join(projectRoot, ".sluice", "plugins"), filepath.Join(projectRoot, ".claude", "plugins"))
+	if userConfigDir != "" {
+		out = append(out, filepath.Join(userConfigDir, "plugins"))
+	}
+	return out
+}
+
+// PluginDirs expands plugin locations into plugin directories: a location
+// holding a capabilities directory is a plugin itself, any other is a
+// directory of plugins. Missing locations are skipped. Pass the result to
+// Discover.
+func PluginDirs(locations []string) []string {
 	var out []string
-	for _, loc := range []string{filepath.Join(projectRoot, ".sluice", "plugins"), filepath.Join(projectRoot, ".claude", "plugins")} {
+	for _, loc := range locations {
 		if isDir(filepath.Join(loc, "capabilities")) {
 			out = append(out, loc)
 			continue

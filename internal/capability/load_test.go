@@ -223,7 +223,7 @@ func TestDiscoverPluginsAndShadowing(t *testing.T) {
 	plug := filepath.Join(root, ".claude", "plugins", "acme")
 	writeCap(t, filepath.Join(plug, "capabilities"), "acme-audit", manifest("acme-audit", ""), nil)
 	writeCap(t, filepath.Join(plug, "capabilities"), "security-review", manifest("security-review", ""), nil)
-	dirs := PluginDirs(root)
+	dirs := PluginDirs(PluginLocations(root, "", nil))
 	if len(dirs) != 1 || dirs[0] != plug {
 		t.Fatalf("PluginDirs = %v", dirs)
 	}

@@ -10,12 +10,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-run/sluice/internal/cmd/apply"
+	capabilitycmd "github.com/sluice-run/sluice/internal/cmd/capability"
 	configcmd "github.com/sluice-run/sluice/internal/cmd/config"
+	democmd "github.com/sluice-run/sluice/internal/cmd/demo"
 	gatescmd "github.com/sluice-run/sluice/internal/cmd/gates"
 	"github.com/sluice-run/sluice/internal/cmd/initcmd"
+	"github.com/sluice-run/sluice/internal/cmd/logcmd"
 	plancmd "github.com/sluice-run/sluice/internal/cmd/plan"
 	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
+	runcmd "github.com/sluice-run/sluice/internal/cmd/run"
 	"github.com/sluice-run/sluice/internal/cmd/sandboxexec"
+	"github.com/sluice-run/sluice/internal/cmd/status"
 	"github.com/sluice-run/sluice/internal/cmd/version"
 	"github.com/sluice-run/sluice/internal/cmdutil"
 )
@@ -37,9 +42,15 @@ check each through quality gates, merge, and report.`,
 
 	cmd.AddCommand(
 		apply.NewCmd(f),
+		capabilitycmd.NewCmd(f),
 		configcmd.NewCmd(f),
+		democmd.NewCmd(f),
 		gatescmd.NewCmd(f),
 		initcmd.NewCmd(f),
+		logcmd.NewCmd(f),
+		runcmd.NewCmd(f),
+		runcmd.NewResumeCmd(f),
+		status.NewCmd(f),
 		resolvecmd.NewCmd(f),
 		sandboxexec.NewCmd(f),
 		plancmd.NewCmd(f),
