@@ -166,6 +166,26 @@ func Expand(goal string, cmds map[string]Command) (expanded string, used bool, e
 	return substitute(c.Body, argText, args), true, nil
 }
 
+// ExpandArgs is Expand for a goal given as command-line arguments, as in
+// `sluice run /fix-issue 42 "very high"`: when args[0] is "/name" the
+// remaining arguments are the positional ones exactly as the shell split
+// them, and $ARGUMENTS is them joined by spaces. Otherwise the goal is the
+// arguments joined by spaces, unexpanded.
+func ExpandArgs(args []string, cmds map[string]Command) (expanded string, used bool, err error) {
+	if len(args) == 0 {
+		return "", false, nil
+	}
+	m := invocationRE.FindStringSubmatch(args[0])
+	if m == nil || len(m[0]) != len(args[0]) {
+		return Expand(strings.Join(args, " "), cmds)
+	}
+	c, ok := cmds[m[1]]
+	if !ok {
+		return Expand(args[0], cmds) // the unknown-command error
+	}
+	return substitute(c.Body, strings.Join(args[1:], " "), args[1:]), true, nil
+}
+
 var placeholderRE = regexp.MustCompile(`\$(ARGUMENTS|[1-9])`)
 
 func substitute(body, argText string, args []string) string {

@@ -136,3 +136,22 @@ func TestSplit(t *testing.T) {
 		t.Errorf("Expand err = %v", err)
 	}
 }
+
+func TestExpandArgs(t *testing.T) {
+	cmds := map[string]Command{"fix-issue": {Body: "Fix #$1 at $2 priority. ($ARGUMENTS)"}}
+	got, used, err := ExpandArgs([]string{"/fix-issue", "42", "very high"}, cmds)
+	if err != nil || !used || got != "Fix #42 at very high priority. (42 very high)" {
+		t.Errorf("got %q used %v err %v", got, used, err)
+	}
+	got, used, err = ExpandArgs([]string{"Add", "search"}, cmds)
+	if err != nil || used || got != "Add search" {
+		t.Errorf("plain goal: %q %v %v", got, used, err)
+	}
+	if _, _, err := ExpandArgs([]string{"/nope", "1"}, cmds); !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "known: /fix-issue") {
+		t.Errorf("unknown: %v", err)
+	}
+	// A goal whose first word only starts like a command is not one.
+	if got, used, _ := ExpandArgs([]string{"/usr/bin/env", "missing"}, cmds); used || got != "/usr/bin/env missing" {
+		t.Errorf("path goal: %q %v", got, used)
+	}
+}
