@@ -235,3 +235,19 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// ForDelegation returns every fragment that goes into one delegation of
+// role made while the loop is in phase: the contributions at each of
+// PointsBefore(role, phase, c.Schedule), in that point order, that apply
+// under c. It is what the engine passes to the prompt composer.
+func ForDelegation(active []Capability, role, phase string, c Conditions) []Fragment {
+	var out []Fragment
+	for _, p := range PointsBefore(role, phase, c.Schedule) {
+		for _, f := range Contributions(active, p, role) {
+			if f.Applies(c) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}

@@ -226,3 +226,24 @@ func TestCheckEnabled(t *testing.T) {
 		t.Errorf("got %d errors", len(got))
 	}
 }
+
+func TestForDelegation(t *testing.T) {
+	active := []Capability{contributingEverywhere("cap", allBackends)}
+	var got []string
+	for _, f := range ForDelegation(active, "executor", "execute", Conditions{Schedule: "waves", Depth: "standard"}) {
+		got = append(got, f.Point)
+	}
+	if strings.Join(got, ",") != "execute:pre,execute:wave:pre,execute:task:pre" {
+		t.Errorf("executor under waves got %v", got)
+	}
+	if f := ForDelegation(active, "critic", "execute", Conditions{Schedule: "dag"}); len(f) != 0 {
+		t.Errorf("critic in execute got %v", f)
+	}
+	got = nil
+	for _, f := range ForDelegation(active, "code-reviewer", "execute", Conditions{Schedule: "dag"}) {
+		got = append(got, f.Point+"/"+f.Into)
+	}
+	if strings.Join(got, ",") != "verify:pre/code-reviewer" {
+		t.Errorf("code-reviewer got %v", got)
+	}
+}
