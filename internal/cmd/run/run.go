@@ -1,0 +1,199 @@
+// Package run implements `sluice run` and `sluice resume`.
+package run
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-run/sluice/internal/cmdutil"
+	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/run"
+	"github.com/sluice-run/sluice/internal/ui"
+)
+
+// Exit statuses of run and resume.
+const (
+	ExitFailed = 1
+	ExitPaused = 3
+)
+
+type flags struct {
+	dir          string
+	jobs         int
+	schedule     string
+	depth        string
+	yes          bool
+	json         bool
+	budgetTokens int64
+	budgetUSD    float64
+	timeout      time.Duration
+}
+
+func (fl *flags) register(cmd *cobra.Command, forResume bool) {
+	cmd.Flags().StringVarP(&fl.dir, "dir", "C", "", "the repository to work on (default: the current directory)")
+	cmd.Flags().BoolVarP(&fl.yes, "yes", "y", false, "approve the plan without asking")
+	cmd.Flags().BoolVar(&fl.json, "json", false, "print the run's events as JSON Lines on stdout")
+	cmd.Flags().Int64Var(&fl.budgetTokens, "budget-tokens", 0, "stop starting model calls after this many tokens (0: unlimited)")
+	cmd.Flags().Float64Var(&fl.budgetUSD, "budget-usd", 0, "stop starting model calls after this many dollars (0: unlimited)")
+	cmd.Flags().DurationVar(&fl.timeout, "timeout", 0, "pause the run after this much wall time (0: no limit)")
+	if !forResume {
+		cmd.Flags().IntVarP(&fl.jobs, "jobs", "j", 0, "tasks run in parallel (default: from config, else the number of CPUs)")
+		cmd.Flags().StringVar(&fl.schedule, "schedule", "", "dag (a task starts as soon as it can) or waves (a barrier per wave)")
+		cmd.Flags().StringVar(&fl.depth, "depth", "", "review depth: lightweight, standard or full")
+	}
+}
+
+func (fl *flags) validate() error {
+	if fl.schedule != "" && fl.schedule != "dag" && fl.schedule != "waves" {
+		return fmt.Errorf("--schedule %q: use dag or waves", fl.schedule)
+	}
+	switch fl.depth {
+	case "", "lightweight", "standard", "full":
+	default:
+		return fmt.Errorf("--depth %q: use lightweight, standard or full", fl.depth)
+	}
+	if fl.jobs < 0 || fl.budgetTokens < 0 || fl.budgetUSD < 0 || fl.timeout < 0 {
+		return errors.New("--jobs, --budget-tokens, --budget-usd and --timeout cannot be negative")
+	}
+	return nil
+}
+
+// NewCmd returns `sluice run`.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	fl := &flags{}
+	cmd := &cobra.Command{
+		Use:   "run GOAL",
+		Short: "Run the loop on this repository: research, plan, critique, execute in parallel, gate, merge",
+		Long: `Run the loop on the repository for GOAL. The result lands on the branch
+sluice/<run-id>; your own branch, index and working tree are never touched
+(use "sluice apply" to merge the run branch when you are happy with it).
+
+Exit status: 0 when every task merged and the integration branch passed its
+gates, 1 when the run ended with failures, 3 when it paused (budget, time
+limit, or a plan awaiting approval); "sluice resume" continues a paused run.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := fl.validate(); err != nil {
+				return err
+			}
+			opts, p, err := options(cmd.Context(), f, fl)
+			if err != nil {
+				return err
+			}
+			opts.Goal = strings.Join(args, " ")
+			res, err := run.Start(cmd.Context(), opts)
+			return Present(f, p, fl.json, res, err)
+		},
+	}
+	fl.register(cmd, false)
+	return cmd
+}
+
+// NewResumeCmd returns `sluice resume`.
+func NewResumeCmd(f *cmdutil.Factory) *cobra.Command {
+	fl := &flags{}
+	cmd := &cobra.Command{
+		Use:   "resume [RUN]",
+		Short: "Continue a paused or interrupted run exactly where it stopped",
+		Long: `Continue a run (default: the latest) from its journal. Work that was in
+flight when the run stopped is done again; nothing that completed is repeated.
+Raise the budget with --budget-tokens or --budget-usd; approve a plan that
+awaits approval with --yes.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := fl.validate(); err != nil {
+				return err
+			}
+			opts, p, err := options(cmd.Context(), f, fl)
+			if err != nil {
+				return err
+			}
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			res, err := run.Resume(cmd.Context(), id, opts)
+			return Present(f, p, fl.json, res, err)
+		},
+	}
+	fl.register(cmd, true)
+	return cmd
+}
+
+func options(ctx context.Context, f *cmdutil.Factory, fl *flags) (run.Options, *ui.RunPrinter, error) {
+	dir := fl.dir
+	if dir == "" {
+		wd, err := f.Getwd()
+		if err != nil {
+			return run.Options{}, nil, err
+		}
+		dir = wd
+	}
+	exe, _ := f.Executable()
+	// Progress goes to stdout with --json (the stream CI reads), else to
+	// stderr so stdout stays free for the summary.
+	w := f.IO.ErrOut
+	if fl.json {
+		w = f.IO.Out
+	}
+	p := ui.NewRunPrinter(w, fl.json, time.Now)
+	opts := run.Options{
+		Root:       dir,
+		Jobs:       fl.jobs,
+		Schedule:   fl.schedule,
+		Depth:      fl.depth,
+		Yes:        fl.yes,
+		Budget:     loop.Budget{Tokens: fl.budgetTokens, USD: fl.budgetUSD},
+		Timeout:    fl.timeout,
+		Getenv:     f.Getenv,
+		SandboxExe: exe,
+		Observe:    p.Entry,
+		Notice:     p.Note,
+	}
+	if f.IO.InIsTTY && !fl.json {
+		in := bufio.NewReader(f.IO.In)
+		opts.Ask = func(ctx context.Context, q string) (bool, bool) {
+			fmt.Fprintf(f.IO.ErrOut, "\n%s [y/N] ", q)
+			line, err := in.ReadString('\n')
+			if err != nil {
+				return false, false
+			}
+			a := strings.ToLower(strings.TrimSpace(line))
+			return a == "y" || a == "yes", true
+		}
+	}
+	return opts, p, nil
+}
+
+// Present prints where a run ended and turns its status into the exit status.
+func Present(f *cmdutil.Factory, p *ui.RunPrinter, jsonOut bool, res *run.Result, err error) error {
+	if res != nil && res.RunID != "" && !jsonOut {
+		ui.Summary(f.IO.Out, res.State, res.Branch, res.RunDir)
+		if res.Models != "" {
+			fmt.Fprintf(f.IO.Out, "  model: %s\n", res.Models)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	switch res.State.Status {
+	case loop.StatusDone:
+		if !jsonOut {
+			fmt.Fprintf(f.IO.Out, "\nReview with `git log -p %s`, then `sluice apply %s` to merge it into your branch.\n", res.Branch, res.RunID)
+		}
+		return nil
+	case loop.StatusPaused:
+		if !jsonOut {
+			fmt.Fprintf(f.IO.Out, "\nThe run is paused. Continue it with `sluice resume %s`.\n", res.RunID)
+		}
+		return &cmdutil.ExitError{Code: ExitPaused, Err: cmdutil.ErrSilent}
+	default:
+		return &cmdutil.ExitError{Code: ExitFailed, Err: cmdutil.ErrSilent}
+	}
+}

@@ -1,0 +1,126 @@
+// Package status implements `sluice status`.
+package status
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-run/sluice/internal/cmdutil"
+	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/run"
+)
+
+// NewCmd returns `sluice status`.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	var dir string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "status [RUN]",
+		Short: "Show a run on one screen: phase, tasks, gates, budget, what it waits for",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, err := rootDir(f, dir)
+			if err != nil {
+				return err
+			}
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			l, err := run.Load(root, id)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				enc := json.NewEncoder(f.IO.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(l.State)
+			}
+			Print(f.IO.Out, l)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&dir, "dir", "C", "", "the repository (default: the current directory)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the folded state as JSON")
+	return cmd
+}
+
+func rootDir(f *cmdutil.Factory, dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	return f.Getwd()
+}
+
+// Print writes the one-screen status of a run.
+func Print(w io.Writer, l *run.Loaded) {
+	s := l.State
+	fmt.Fprintf(w, "run %s  %s  phase %s\n", s.RunID, s.Status, s.Phase)
+	fmt.Fprintf(w, "goal: %s\n", l.Meta.Goal)
+	if s.Reason != "" {
+		fmt.Fprintf(w, "reason: %s\n", s.Reason)
+	}
+	fmt.Fprintf(w, "branch: %s (from %s at %.10s)\n", loop.IntegrationBranch(s.RunID), orDetached(l.Meta.BaseBranch), l.Meta.BaseSHA)
+	budget := "unlimited"
+	if b := s.Settings.Budget; b.Tokens > 0 || b.USD > 0 {
+		var parts []string
+		if b.Tokens > 0 {
+			parts = append(parts, fmt.Sprintf("%d tokens", b.Tokens))
+		}
+		if b.USD > 0 {
+			parts = append(parts, fmt.Sprintf("$%.2f", b.USD))
+		}
+		budget = strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(w, "spent: %d tokens, $%.4f in %d calls (budget: %s)\n", s.Usage.Tokens, s.Usage.CostUSD, s.Usage.Calls, budget)
+	if s.Plan != nil {
+		fmt.Fprintf(w, "plan: version %d, %d tasks, %d critiques\n", s.PlanVersion, len(s.Plan.Tasks), len(s.Critiques))
+	}
+	if len(s.Order) > 0 {
+		fmt.Fprintln(w, "\ntasks:")
+		for _, id := range s.Order {
+			t := s.Tasks[id]
+			line := fmt.Sprintf("  %-10s %-8s", id, t.Status)
+			if t.Status == loop.TaskRunning {
+				line += fmt.Sprintf(" %-8s attempt %d", t.Stage, t.Attempt)
+			} else if t.Attempt > 0 {
+				line += fmt.Sprintf(" attempts %d", t.Attempt)
+			}
+			var gates []string
+			for _, g := range t.Gates {
+				mark := "ok"
+				if !g.Passed && !g.Skipped {
+					mark = "FAIL"
+				}
+				gates = append(gates, g.Name+":"+mark)
+			}
+			if len(gates) > 0 {
+				line += "  gates " + strings.Join(gates, " ")
+			}
+			if t.Reason != "" {
+				line += "  " + t.Reason
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	if inflight := loop.InFlightActions(s); len(inflight) > 0 {
+		fmt.Fprintln(w, "\nwaiting for:")
+		for _, a := range inflight {
+			fmt.Fprintf(w, "  %s\n", a.ID)
+		}
+	}
+	for _, warn := range l.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn.String())
+	}
+}
+
+func orDetached(b string) string {
+	if b == "" {
+		return "a detached HEAD"
+	}
+	return b
+}

@@ -1,0 +1,406 @@
+// Package local carries out the loop's actions on this machine: agent
+// delegations through the agent runtime, worktrees and merges through real
+// git, and quality gates as real processes.
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/sluice-run/sluice/internal/agentrt"
+	"github.com/sluice-run/sluice/internal/agents"
+	"github.com/sluice-run/sluice/internal/delegate"
+	"github.com/sluice-run/sluice/internal/gates"
+	"github.com/sluice-run/sluice/internal/gitx"
+	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/model"
+	"github.com/sluice-run/sluice/internal/redact"
+	"github.com/sluice-run/sluice/internal/store"
+	"github.com/sluice-run/sluice/internal/tools"
+)
+
+// Models picks the provider and model for a role and prices a call.
+type Models interface {
+	ForRole(role string) (p model.Provider, modelName, tier string, err error)
+	Cost(modelName string, u model.Usage) float64
+}
+
+// Activity is a live progress note for the display: what a task's agent is
+// doing right now.
+type Activity struct {
+	ActionID string
+	TaskID   string
+	Role     string
+	Tool     string
+	Tokens   int64
+}
+
+// Executor implements engine.Executor with real components.
+type Executor struct {
+	RunID string
+	Repo  *gitx.Repo
+	Run   *store.Run
+	// BaseSHA is the commit the run started from (the user's HEAD).
+	BaseSHA      string
+	WorktreesDir string
+	// Integration is the worktree checked out on the run branch.
+	Integration string
+	Identity    gitx.Identity
+	Gates       []gates.Command
+	GateRunner  *gates.Runner
+	Models      Models
+	Agents      *agents.Registry
+	// Instructions is the project instructions text (CLAUDE.md, AGENTS.md).
+	Instructions string
+	Redactor     *redact.Redactor
+	// Tools is the template for every delegation's tools; Root and
+	// ReadOnly are set per delegation.
+	Tools    tools.Options
+	Budget   *Budget
+	MaxTurns int
+	// ContextWindow and MaxOutputTokens size each delegation.
+	ContextWindow   int
+	MaxOutputTokens int
+	// Ask puts a question to a person; answered is false when no one can
+	// answer (no terminal), and the run pauses instead.
+	Ask func(ctx context.Context, question string) (approve, answered bool)
+	// Activity, when set, receives live progress. It must not block.
+	Activity func(Activity)
+
+	baselineOnce sync.Once
+	baseline     map[string]gates.Result
+}
+
+// Execute carries out one action. Errors become events: a task action that
+// fails fails its attempt; nothing here panics the run.
+func (x *Executor) Execute(ctx context.Context, s loop.State, a loop.Action) loop.Event {
+	switch a.Type {
+	case loop.ActBaseline:
+		return x.runBaseline(ctx, a)
+	case loop.ActDelegate:
+		return x.delegate(ctx, s, a)
+	case loop.ActAsk:
+		if x.Ask != nil {
+			if approve, answered := x.Ask(ctx, a.Question); answered {
+				return loop.Event{Type: loop.EvUserAnswered, Approve: approve}
+			}
+		}
+		return loop.Event{Type: loop.EvPaused, Reason: "the plan awaits approval: read plan.md, then run `sluice resume --yes` to approve it"}
+	case loop.ActWorktree:
+		return x.prepareWorktree(ctx, a)
+	case loop.ActGates:
+		return x.evaluateTask(ctx, s, a)
+	case loop.ActMerge:
+		return x.merge(ctx, s, a)
+	case loop.ActFinalVerify:
+		return x.finalVerify(ctx)
+	}
+	return loop.Event{Type: loop.EvActionError, Detail: fmt.Sprintf("unknown action type %q", a.Type)}
+}
+
+func actionError(err error) loop.Event {
+	return loop.Event{Type: loop.EvActionError, Detail: err.Error()}
+}
+
+func (x *Executor) taskWorktree(taskID string, attempt int) string {
+	return filepath.Join(x.WorktreesDir, fmt.Sprintf("%s-a%d", taskID, attempt))
+}
+
+func artifactName(actionID string) string {
+	return strings.ReplaceAll(actionID, "/", "_")
+}
+
+// --- baseline -------------------------------------------------------------
+
+func (x *Executor) runBaseline(ctx context.Context, a loop.Action) loop.Event {
+	files, err := x.Repo.TrackedFiles(ctx, x.Integration)
+	if err != nil {
+		return actionError(fmt.Errorf("list tracked files for the baseline: %w", err))
+	}
+	tree, err := x.Repo.TreeHash(ctx, x.BaseSHA)
+	if err != nil {
+		return actionError(err)
+	}
+	results := x.GateRunner.Run(ctx, x.Integration, x.Gates, files, tree)
+	if err := ctx.Err(); err != nil {
+		return actionError(err)
+	}
+	data, _ := json.MarshalIndent(results, "", "  ")
+	if err := x.Run.WriteFile("artifacts/baseline.json", data); err != nil {
+		return actionError(err)
+	}
+	x.setBaseline(results)
+	var failing []string
+	for _, r := range results {
+		if !r.Passed && !r.Skipped {
+			failing = append(failing, r.Name)
+		}
+	}
+	detail := "every gate passes on the base commit"
+	if len(failing) > 0 {
+		detail = "failing on the base commit (held to no worse): " + strings.Join(failing, ", ")
+	}
+	return loop.Event{Type: loop.EvBaselineDone, Detail: detail}
+}
+
+func (x *Executor) setBaseline(results []gates.Result) {
+	x.baselineOnce.Do(func() {
+		x.baseline = map[string]gates.Result{}
+		for _, r := range results {
+			x.baseline[r.Name] = r
+		}
+	})
+}
+
+// loadBaseline reads the T0 results written by an earlier process (resume).
+func (x *Executor) loadBaseline() map[string]gates.Result {
+	x.baselineOnce.Do(func() {
+		x.baseline = map[string]gates.Result{}
+		data, err := os.ReadFile(filepath.Join(x.Run.Dir(), "artifacts", "baseline.json"))
+		if err != nil {
+			return
+		}
+		var results []gates.Result
+		if json.Unmarshal(data, &results) == nil {
+			for _, r := range results {
+				x.baseline[r.Name] = r
+			}
+		}
+	})
+	return x.baseline
+}
+
+// judge holds each result to "no worse than the baseline".
+func (x *Executor) judge(results []gates.Result) (bool, []loop.GateSummary) {
+	base := x.loadBaseline()
+	pass := true
+	var out []loop.GateSummary
+	for _, r := range results {
+		g := loop.GateSummary{Name: r.Name, Command: r.Command, Passed: r.Passed, Skipped: r.Skipped, OutputTail: r.OutputTail}
+		if !r.Passed && !r.Skipped {
+			if t0, ok := base[r.Name]; ok {
+				v := gates.Judge(t0, r)
+				g.Passed = v.Pass
+				g.Note = v.Reason
+			}
+		}
+		if !g.Passed && !g.Skipped {
+			pass = false
+		}
+		out = append(out, g)
+	}
+	return pass, out
+}
+
+// --- worktrees, gates, merges -------------------------------------------
+
+func (x *Executor) prepareWorktree(ctx context.Context, a loop.Action) loop.Event {
+	base, err := x.Repo.BranchSHA(ctx, loop.IntegrationBranch(x.RunID))
+	if err != nil {
+		return actionError(err)
+	}
+	if a.Attempt > 1 {
+		// The previous attempt's worktree is of no further use.
+		_ = x.Repo.RemoveWorktree(ctx, x.taskWorktree(a.TaskID, a.Attempt-1))
+	}
+	path := x.taskWorktree(a.TaskID, a.Attempt)
+	if err := x.Repo.AddWorktree(ctx, path, a.Branch, base); err != nil {
+		return actionError(err)
+	}
+	// A worktree that survived a crash keeps the base its branch was
+	// created at (nothing is committed on it before the gates stage).
+	if sha, err := x.Repo.BranchSHA(ctx, a.Branch); err == nil {
+		base = sha
+	}
+	return loop.Event{Type: loop.EvWorktreeReady, Base: base, Branch: a.Branch, Worktree: path}
+}
+
+func (x *Executor) evaluateTask(ctx context.Context, s loop.State, a loop.Action) loop.Event {
+	t := s.Tasks[a.TaskID]
+	msg := fmt.Sprintf("%s: %s (attempt %d)", a.TaskID, taskTitle(s, a.TaskID), a.Attempt)
+	head, _, err := x.Repo.CommitAll(ctx, t.Worktree, msg, x.Identity)
+	if err != nil {
+		return actionError(err)
+	}
+	changed, err := x.Repo.ChangedFiles(ctx, t.Worktree, t.Base)
+	if err != nil {
+		return actionError(err)
+	}
+	ev := loop.Event{Type: loop.EvGatesEvaluated, Head: head, Changed: changed}
+	if len(changed) == 0 {
+		return ev
+	}
+	tree, err := x.Repo.TreeHash(ctx, head)
+	if err != nil {
+		return actionError(err)
+	}
+	results := x.GateRunner.Run(ctx, t.Worktree, x.Gates, changed, tree)
+	if err := ctx.Err(); err != nil {
+		return actionError(err)
+	}
+	ev.Passed, ev.Gates = x.judge(results)
+	data, _ := json.MarshalIndent(results, "", "  ")
+	_ = x.Run.WriteFile("artifacts/"+artifactName(a.ID)+".json", data)
+	return ev
+}
+
+func taskTitle(s loop.State, id string) string {
+	if s.Plan != nil {
+		if t, ok := s.Plan.Task(id); ok {
+			return t.Title
+		}
+	}
+	return ""
+}
+
+func (x *Executor) merge(ctx context.Context, s loop.State, a loop.Action) loop.Event {
+	t := s.Tasks[a.TaskID]
+	msg := fmt.Sprintf("Merge %s: %s", a.TaskID, taskTitle(s, a.TaskID))
+	sha, err := x.Repo.Merge(ctx, x.Integration, a.Branch, msg, x.Identity)
+	var conflict *gitx.ConflictError
+	if errors.As(err, &conflict) {
+		return loop.Event{Type: loop.EvMergeConflict, Files: conflict.Files, Detail: conflict.Output}
+	}
+	if err != nil {
+		return actionError(err)
+	}
+	_ = x.Repo.RemoveWorktree(ctx, t.Worktree)
+	_ = x.Repo.DeleteBranch(ctx, a.Branch)
+	return loop.Event{Type: loop.EvMerged, Head: sha}
+}
+
+func (x *Executor) finalVerify(ctx context.Context) loop.Event {
+	head, err := x.Repo.BranchSHA(ctx, loop.IntegrationBranch(x.RunID))
+	if err != nil {
+		return actionError(err)
+	}
+	changed, err := x.Repo.ChangedFiles(ctx, x.Integration, x.BaseSHA)
+	if err != nil {
+		return actionError(err)
+	}
+	tree, err := x.Repo.TreeHash(ctx, head)
+	if err != nil {
+		return actionError(err)
+	}
+	results := x.GateRunner.Run(ctx, x.Integration, x.Gates, changed, tree)
+	if err := ctx.Err(); err != nil {
+		return actionError(err)
+	}
+	data, _ := json.MarshalIndent(results, "", "  ")
+	_ = x.Run.WriteFile("artifacts/final_gates.json", data)
+	passed, summaries := x.judge(results)
+	detail := "the merged integration branch passes every gate"
+	if !passed {
+		var failing []string
+		for _, g := range summaries {
+			if !g.Passed && !g.Skipped {
+				failing = append(failing, g.Name)
+			}
+		}
+		detail = "failing on the integration branch: " + strings.Join(failing, ", ")
+	}
+	return loop.Event{Type: loop.EvFinalVerified, Passed: passed, Gates: summaries, Head: head, Detail: detail}
+}
+
+// --- delegations ---------------------------------------------------------
+
+func (x *Executor) delegate(ctx context.Context, s loop.State, a loop.Action) loop.Event {
+	fail := func(reason, detail string, u loop.Usage) loop.Event {
+		return loop.Event{Type: loop.EvDelegationFail, Reason: reason, Detail: x.Redactor.String(detail), Usage: u}
+	}
+	root, readOnly := x.Integration, true
+	if a.TaskID != "" {
+		root = s.Tasks[a.TaskID].Worktree
+		readOnly = a.Role != loop.RoleExecutor
+	}
+	if a.Role == loop.RoleExecutor {
+		// A re-issued executor starts from a clean worktree: whatever an
+		// interrupted attempt left behind is discarded.
+		if err := x.Repo.ResetHard(ctx, root, s.Tasks[a.TaskID].Base); err != nil {
+			return fail(string(delegate.ReasonModelError), err.Error(), loop.Usage{})
+		}
+	}
+	message, err := x.compose(ctx, s, a, root)
+	if err != nil {
+		return fail("invalid_delegation", err.Error(), loop.Usage{})
+	}
+	schema, err := delegate.Schema(a.Role)
+	if err != nil {
+		return fail("invalid_delegation", err.Error(), loop.Usage{})
+	}
+	provider, modelName, _, err := x.Models.ForRole(a.Role)
+	if err != nil {
+		return fail(string(delegate.ReasonModelError), err.Error(), loop.Usage{})
+	}
+	opts := x.Tools
+	opts.Root, opts.ReadOnly = root, readOnly
+	toolset, err := tools.New(opts)
+	if err != nil {
+		return fail("invalid_delegation", err.Error(), loop.Usage{})
+	}
+	agent := x.Agents.ForRole(a.Role)
+	var task = taskOf(s, a.TaskID)
+	spec := agentrt.Spec{
+		Role:         a.Role,
+		Model:        modelName,
+		System:       agents.System(agent, x.Instructions, nil),
+		Delegation:   message,
+		Tools:        toolset,
+		ResultSchema: schema,
+		Validate: func(out json.RawMessage) error {
+			_, err := delegate.Validate(a.Role, out, task)
+			return err
+		},
+		MaxTurns:        x.MaxTurns,
+		MaxOutputTokens: x.MaxOutputTokens,
+		ContextWindow:   x.ContextWindow,
+	}
+	var used loop.Usage
+	var mu sync.Mutex
+	hooks := agentrt.Hooks{
+		BeforeCall: x.Budget.Reserve,
+		AfterCall: func(u model.Usage) {
+			cost := x.Models.Cost(modelName, u)
+			x.Budget.Spend(u.Total(), cost)
+			mu.Lock()
+			used = used.Add(loop.Usage{Tokens: u.Total(), CostUSD: cost, Calls: 1})
+			tokens := used.Tokens
+			mu.Unlock()
+			x.activity(Activity{ActionID: a.ID, TaskID: a.TaskID, Role: a.Role, Tokens: tokens})
+		},
+		OnTool: func(name string, _ json.RawMessage) {
+			x.activity(Activity{ActionID: a.ID, TaskID: a.TaskID, Role: a.Role, Tool: name})
+		},
+	}
+	var transcript bytes.Buffer
+	res, err := agentrt.Run(ctx, provider, spec, hooks, x.Redactor.Writer(&transcript))
+	_ = x.Run.WriteFile("transcripts/"+artifactName(a.ID)+".jsonl", transcript.Bytes())
+	mu.Lock()
+	spent := used
+	mu.Unlock()
+	if err != nil {
+		var f *agentrt.Failure
+		if errors.As(err, &f) {
+			if ctx.Err() != nil {
+				return fail(loop.ReasonCancelled, f.Detail, spent)
+			}
+			return fail(f.Reason, f.Detail, spent)
+		}
+		return fail("invalid_delegation", err.Error(), spent)
+	}
+	_ = x.Run.WriteFile("artifacts/"+artifactName(a.ID)+".json", res.Output)
+	return loop.Event{Type: loop.EvDelegationDone, Output: res.Output, Usage: spent}
+}
+
+func (x *Executor) activity(a Activity) {
+	if x.Activity != nil {
+		x.Activity(a)
+	}
+}

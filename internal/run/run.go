@@ -1,0 +1,450 @@
+// Package run starts and resumes runs: it resolves the project, prepares the
+// run directory and the integration branch, and drives the loop with the
+// local engine until the run is done, failed or paused.
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/sluice-run/sluice/internal/agents"
+	"github.com/sluice-run/sluice/internal/config"
+	"github.com/sluice-run/sluice/internal/engine"
+	"github.com/sluice-run/sluice/internal/engine/local"
+	"github.com/sluice-run/sluice/internal/gates"
+	"github.com/sluice-run/sluice/internal/gitx"
+	"github.com/sluice-run/sluice/internal/instructions"
+	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/redact"
+	"github.com/sluice-run/sluice/internal/resolve"
+	"github.com/sluice-run/sluice/internal/store"
+	"github.com/sluice-run/sluice/internal/tools"
+)
+
+// Options configure a run. Zero values take the project's configuration.
+type Options struct {
+	Root     string
+	Goal     string
+	Jobs     int
+	Schedule string
+	Depth    string
+	// Yes approves the plan without asking.
+	Yes bool
+	// Budget raises or sets the run's limits (zero fields: keep).
+	Budget  loop.Budget
+	Timeout time.Duration
+
+	Getenv  func(string) string
+	Environ []string
+	Now     func() time.Time
+	// NewRunID names a new run; it receives the start time.
+	NewRunID func(time.Time) string
+
+	// Models overrides model selection (the demo and tests use it).
+	Models    local.Models
+	ModelDesc string
+	// SandboxExe is the sluice binary, re-executed to confine bash.
+	SandboxExe string
+
+	// Ask puts the plan approval to a person (nil: nobody can answer).
+	Ask      func(ctx context.Context, question string) (approve, answered bool)
+	Observe  func(e loop.Entry, s loop.State)
+	Activity func(local.Activity)
+	// Notice receives one-line notes for the user (model choice, warnings).
+	Notice func(string)
+}
+
+// Result is where a run ended up.
+type Result struct {
+	RunID  string
+	RunDir string
+	Branch string
+	State  loop.State
+	// Models says what drove the run.
+	Models string
+}
+
+// Meta is what a run needs to be resumed exactly: written once at start.
+type Meta struct {
+	RunID      string        `json:"run_id"`
+	Goal       string        `json:"goal"`
+	BaseSHA    string        `json:"base_sha"`
+	BaseBranch string        `json:"base_branch"`
+	StartedAt  time.Time     `json:"started_at"`
+	Settings   loop.Settings `json:"settings"`
+}
+
+const metaFile = "meta.json"
+
+// DefaultRunID names a run by its start time, sortable and readable.
+func DefaultRunID(t time.Time) string { return t.UTC().Format("20060102-150405") }
+
+// Start begins a new run of goal on the repository at opts.Root.
+func Start(ctx context.Context, opts Options) (*Result, error) {
+	opts = withDefaults(opts)
+	if strings.TrimSpace(opts.Goal) == "" {
+		return nil, errors.New(`the goal is empty: say what to build, e.g. sluice run "Add a search endpoint with pagination"`)
+	}
+	p, err := prepare(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer p.unlock()
+	branch, head, err := p.repo.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := opts.Now()
+	meta := Meta{
+		RunID:      opts.NewRunID(now),
+		Goal:       opts.Goal,
+		BaseSHA:    head,
+		BaseBranch: branch,
+		StartedAt:  now.UTC().Truncate(time.Second),
+		Settings:   settingsFrom(p.cfg, opts),
+	}
+	st, err := store.Create(p.runsDir, meta.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("a run named %s: %w", meta.RunID, err)
+	}
+	defer st.Close()
+	data, _ := json.MarshalIndent(meta, "", "  ")
+	if err := st.WriteFile(metaFile, data); err != nil {
+		return nil, err
+	}
+	if err := p.repo.CreateBranch(ctx, loop.IntegrationBranch(meta.RunID), head); err != nil {
+		return nil, err
+	}
+	return p.drive(ctx, opts, st, meta, loop.New(meta.RunID, meta.Settings), nil)
+}
+
+// Resume continues a paused or interrupted run (runID "" = the latest).
+func Resume(ctx context.Context, runID string, opts Options) (*Result, error) {
+	opts = withDefaults(opts)
+	p, err := prepare(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer p.unlock()
+	if runID == "" {
+		if runID, err = store.Latest(p.runsDir); err != nil {
+			return nil, fmt.Errorf("find the latest run: %w", err)
+		}
+	}
+	st, recs, warnings, err := store.Open(filepath.Join(p.runsDir, runID))
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	for _, w := range warnings {
+		opts.Notice("warning: " + w.String())
+	}
+	var meta Meta
+	data, err := os.ReadFile(filepath.Join(st.Dir(), metaFile))
+	if err == nil {
+		err = json.Unmarshal(data, &meta)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s of run %s: %w", metaFile, runID, err)
+	}
+	entries, err := Entries(recs)
+	if err != nil {
+		return nil, err
+	}
+	s := loop.Fold(loop.New(meta.RunID, meta.Settings), entries)
+	if s.Phase == loop.PhaseComplete {
+		return &Result{RunID: runID, RunDir: st.Dir(), Branch: loop.IntegrationBranch(runID), State: s}, nil
+	}
+	budget := s.Settings.Budget
+	if opts.Budget.Tokens > 0 {
+		budget.Tokens = opts.Budget.Tokens
+	}
+	if opts.Budget.USD > 0 {
+		budget.USD = opts.Budget.USD
+	}
+	resumed := loop.Event{Type: loop.EvResumed, Budget: &budget, Approve: opts.Yes}
+	return p.drive(ctx, opts, st, meta, s, &resumed)
+}
+
+func withDefaults(o Options) Options {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewRunID == nil {
+		o.NewRunID = DefaultRunID
+	}
+	if o.Notice == nil {
+		o.Notice = func(string) {}
+	}
+	return o
+}
+
+// prepared is the project a run works on.
+type prepared struct {
+	repo      *gitx.Repo
+	root      string
+	sluiceDir string
+	runsDir   string
+	cfg       *config.Config
+	resolved  *resolve.Result
+	unlock    func() error
+}
+
+func prepare(ctx context.Context, opts Options) (*prepared, error) {
+	if opts.Root == "" {
+		return nil, errors.New("no repository directory given")
+	}
+	repo, err := gitx.Open(ctx, opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	root := repo.Root()
+	cfg, _, err := config.Load(root, opts.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	res, err := resolve.Resolve(ctx, root, resolve.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("resolve the project at %s: %w", root, err)
+	}
+	sluiceDir := filepath.Join(root, ".sluice")
+	if err := excludeSluiceDirs(repo); err != nil {
+		return nil, err
+	}
+	unlock, err := store.LockRepo(sluiceDir)
+	if err != nil {
+		return nil, fmt.Errorf("another sluice run is driving this repository: %w", err)
+	}
+	return &prepared{repo: repo, root: root, sluiceDir: sluiceDir, runsDir: filepath.Join(sluiceDir, "runs"), cfg: cfg, resolved: res, unlock: unlock}, nil
+}
+
+// excludeSluiceDirs keeps sluice's own files out of the user's `git status`
+// without touching their working tree: .git/info/exclude is local metadata.
+func excludeSluiceDirs(repo *gitx.Repo) error {
+	path, err := repo.GitPath("info/exclude")
+	if err != nil {
+		return err
+	}
+	data, _ := os.ReadFile(path)
+	want := []string{"/.sluice/runs/", "/.sluice/worktrees/", "/.sluice/cache/", "/.sluice/lock"}
+	var add []string
+	for _, w := range want {
+		if !strings.Contains(string(data), w) {
+			add = append(add, w)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("prepare %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	prefix := ""
+	if len(data) > 0 && !strings.HasSuffix(string(data), "\n") {
+		prefix = "\n"
+	}
+	if _, err := f.WriteString(prefix + "# sluice's run state\n" + strings.Join(add, "\n") + "\n"); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func settingsFrom(cfg *config.Config, o Options) loop.Settings {
+	passes := map[string]int{"simple": 1, "medium": 2, "complex": 3}[cfg.Run.Complexity]
+	s := loop.Settings{
+		Goal:                o.Goal,
+		ResearchPasses:      passes,
+		CriticMaxIterations: cfg.Run.CriticMaxIterations,
+		TaskRetries:         cfg.Run.TaskRetries,
+		OnCriticExhausted:   cfg.Run.OnCriticExhausted,
+		Jobs:                firstPositive(o.Jobs, cfg.Run.Jobs, runtime.NumCPU()),
+		Schedule:            firstString(o.Schedule, cfg.Run.Schedule, "dag"),
+		Depth:               firstString(o.Depth, cfg.Run.Depth, "standard"),
+		AutoApprove:         o.Yes,
+		Budget:              loop.Budget{Tokens: cfg.Budgets.Tokens, USD: cfg.Budgets.USD},
+	}
+	if o.Budget.Tokens > 0 {
+		s.Budget.Tokens = o.Budget.Tokens
+	}
+	if o.Budget.USD > 0 {
+		s.Budget.USD = o.Budget.USD
+	}
+	return s
+}
+
+func firstPositive(v ...int) int {
+	for _, x := range v {
+		if x > 0 {
+			return x
+		}
+	}
+	return 1
+}
+
+func firstString(v ...string) string {
+	for _, x := range v {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// gateCommands is what every task is held to: the resolved quality gates
+// with config overrides, plus the project's own command clauses. A gate that
+// names a skill or an agent (/plugin:skill, @plugin:agent) is a review, not a
+// command, and is left to the agents.
+func gateCommands(res *resolve.Result, cfg *config.Config) []gates.Command {
+	var out []gates.Command
+	for _, c := range gates.Commands(res) {
+		if o, ok := cfg.Gates.Commands[c.Name]; ok && o != "" {
+			c.Command = o
+		}
+		if strings.HasPrefix(c.Command, "/") || strings.HasPrefix(c.Command, "@") {
+			continue
+		}
+		out = append(out, c)
+	}
+	var exts []string
+	if len(out) > 0 {
+		exts = out[0].Extensions
+	}
+	for _, c := range cfg.Gates.Extra {
+		if c.Kind == "command" && c.Command != "" && (c.Arrow == "" || c.Arrow == "implementer->integrator") {
+			out = append(out, gates.Command{Name: c.ID, Command: c.Command, Extensions: exts})
+		}
+	}
+	return out
+}
+
+func (p *prepared) drive(ctx context.Context, opts Options, st *store.Run, meta Meta, s loop.State, resumed *loop.Event) (*Result, error) {
+	res := &Result{RunID: meta.RunID, RunDir: st.Dir(), Branch: loop.IntegrationBranch(meta.RunID), Models: opts.ModelDesc}
+	models := opts.Models
+	if models == nil {
+		router, desc, err := pickModels(ctx, p.cfg, opts.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		models, res.Models = router, desc
+	}
+	integration := filepath.Join(p.sluiceDir, "worktrees", meta.RunID, "_integration")
+	if err := p.repo.AddWorktree(ctx, integration, res.Branch, meta.BaseSHA); err != nil {
+		return nil, err
+	}
+	reg, warnings, err := agents.Load(p.root)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		opts.Notice("warning: " + w.String())
+	}
+	userDir := userConfigDir(opts.Getenv)
+	inst, err := instructions.Load(p.root, userDir, p.cfg.Instructions.TokenBudget)
+	if err != nil {
+		return nil, err
+	}
+	gateTimeout, _ := time.ParseDuration(p.cfg.Run.GateTimeout)
+	cache, err := gates.NewCache(filepath.Join(p.sluiceDir, "cache", "gates"))
+	if err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(p.sluiceDir, "worktrees", meta.RunID, "_tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("create the run's temp dir: %w", err)
+	}
+	x := &local.Executor{
+		RunID:        meta.RunID,
+		Repo:         p.repo,
+		Run:          st,
+		BaseSHA:      meta.BaseSHA,
+		WorktreesDir: filepath.Join(p.sluiceDir, "worktrees", meta.RunID),
+		Integration:  integration,
+		Identity:     gitx.Identity{Name: "sluice", Email: "sluice@localhost", When: meta.StartedAt},
+		Gates:        gateCommands(p.resolved, p.cfg),
+		GateRunner:   &gates.Runner{Timeout: gateTimeout, Cache: cache, Env: opts.Environ},
+		Models:       models,
+		Agents:       reg,
+		Instructions: inst.Text(),
+		Redactor:     redact.FromEnv(opts.Environ),
+		Tools: tools.Options{
+			BashTimeout: 5 * time.Minute,
+			OutputCap:   32 << 10,
+			Env:         opts.Environ,
+			SandboxExe:  opts.SandboxExe,
+			TempDir:     tmp,
+			Warn:        opts.Notice,
+		},
+		Budget:          local.NewBudget(s.Settings.Budget, s.Usage),
+		MaxTurns:        p.cfg.Budgets.TurnsPerDelegation,
+		ContextWindow:   p.cfg.Models.Tiers["standard"].ContextWindow,
+		MaxOutputTokens: p.cfg.Models.Tiers["standard"].MaxTokens,
+		Ask:             opts.Ask,
+		Activity:        opts.Activity,
+	}
+	j := &journal{run: st}
+	eng := &engine.Engine{Exec: x, Journal: j, Now: opts.Now, Observe: opts.Observe}
+	if resumed != nil {
+		if s, err = eng.Emit(s, *resumed); err != nil {
+			return nil, err
+		}
+		x.Budget = local.NewBudget(s.Settings.Budget, s.Usage)
+	}
+	runCtx := ctx
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	s, err = eng.Run(runCtx, s)
+	if err != nil && ctx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+		s, err = eng.Emit(s, loop.Event{Type: loop.EvPaused, Reason: fmt.Sprintf("the run's time limit of %s ran out; resume with `sluice resume`", opts.Timeout)})
+	}
+	res.State = s
+	if err != nil {
+		return res, err
+	}
+	if s.Phase == loop.PhaseComplete {
+		p.cleanup(ctx, meta.RunID)
+	}
+	return res, nil
+}
+
+// cleanup removes a finished run's worktrees; its branch stays.
+func (p *prepared) cleanup(ctx context.Context, runID string) {
+	dir := filepath.Join(p.sluiceDir, "worktrees", runID)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "_tmp" {
+			_ = p.repo.RemoveWorktree(ctx, filepath.Join(dir, e.Name()))
+		}
+	}
+	_ = os.RemoveAll(dir)
+}
+
+func userConfigDir(getenv func(string) string) string {
+	if x := getenv("XDG_CONFIG_HOME"); x != "" {
+		return filepath.Join(x, "sluice")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".config", "sluice")
+	}
+	return ""
+}

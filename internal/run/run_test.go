@@ -1,0 +1,109 @@
+package run_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-run/sluice/internal/demo"
+	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/run"
+)
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func fixedClock() func() time.Time {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	return func() time.Time { return t0 }
+}
+
+// runDemo runs the embedded demo with jobs in a fresh directory.
+func runDemo(t *testing.T, jobs int) (*demo.Result, string) {
+	t.Helper()
+	dir := t.TempDir()
+	res, err := demo.Run(context.Background(), demo.Options{Dir: dir, Jobs: jobs, Run: run.Options{Now: fixedClock(), Getenv: func(string) string { return "" }}})
+	if err != nil {
+		t.Fatalf("demo run: %v", err)
+	}
+	return res, dir
+}
+
+func TestDemoRunMergesEveryTaskAndTheBranchPassesItsTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test in real worktrees; skipped with -short")
+	}
+	res, dir := runDemo(t, 4)
+	s := res.State
+	if s.Status != loop.StatusDone {
+		t.Fatalf("status %s: %s", s.Status, s.Reason)
+	}
+	if len(s.Critiques) != 2 || s.Critiques[0].Verdict != "REVISE" {
+		t.Fatalf("want one revision from the critic, got %+v", s.Critiques)
+	}
+	t3 := s.Tasks["t3"]
+	if t3.Attempt != 2 || len(t3.Failures) != 1 || !strings.Contains(strings.Join(t3.Failures[0].SpecificFailures, "\n"), "test gate failed") {
+		t.Fatalf("t3 should fail its test gate once and pass on retry: %+v", t3)
+	}
+	for _, id := range []string{"t1", "t2", "t3", "t4"} {
+		if s.Tasks[id].Status != loop.TaskMerged {
+			t.Fatalf("task %s = %s", id, s.Tasks[id].Status)
+		}
+	}
+	// The user's branch and working tree are untouched; the run branch
+	// holds every task and passes go test.
+	if got := gitOut(t, dir, "status", "--porcelain"); got != "" {
+		t.Fatalf("the user's working tree changed:\n%s", got)
+	}
+	if gitOut(t, dir, "rev-parse", "main") == gitOut(t, dir, "rev-parse", res.Branch) {
+		t.Fatal("the run branch did not move")
+	}
+	check := t.TempDir()
+	gitOut(t, dir, "worktree", "add", "--detach", check, res.Branch)
+	cmd := exec.Command("go", "test", "./...")
+	cmd.Dir = check
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test on the run branch: %v\n%s", err, out)
+	}
+	for _, f := range []string{"words.go", "count.go", "title.go", "report.go"} {
+		if _, err := os.Stat(check + "/" + f); err != nil {
+			t.Fatalf("run branch lacks %s", f)
+		}
+	}
+}
+
+// TestParityBetweenOneJobAndEight: the same scripted run with --jobs 1 and
+// --jobs 8 ends with the same tree, plan and task states (seed 003).
+func TestParityBetweenOneJobAndEight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two whole demo runs; skipped with -short")
+	}
+	one, dir1 := runDemo(t, 1)
+	eight, dir8 := runDemo(t, 8)
+	if a, b := gitOut(t, dir1, "rev-parse", one.Branch+"^{tree}"), gitOut(t, dir8, "rev-parse", eight.Branch+"^{tree}"); a != b {
+		t.Fatalf("tree hashes differ: jobs 1 %s, jobs 8 %s", a, b)
+	}
+	p1, _ := json.Marshal(one.State.Plan)
+	p8, _ := json.Marshal(eight.State.Plan)
+	if string(p1) != string(p8) {
+		t.Fatalf("plans differ:\n%s\n%s", p1, p8)
+	}
+	for _, id := range one.State.Order {
+		a, b := one.State.Tasks[id], eight.State.Tasks[id]
+		if a.Status != b.Status || a.Attempt != b.Attempt || strings.Join(a.Changed, ",") != strings.Join(b.Changed, ",") {
+			t.Fatalf("task %s differs: %+v vs %+v", id, a, b)
+		}
+	}
+}
