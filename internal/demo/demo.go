@@ -25,6 +25,9 @@ var sample []byte
 //go:embed script.yaml
 var script []byte
 
+// Script is the embedded scripted replay.
+func Script() []byte { return append([]byte(nil), script...) }
+
 // Goal is the request the scripted run fulfils.
 const Goal = "Add word splitting, word counting, title-casing and a one-line text report to textkit"
 

@@ -331,6 +331,8 @@ func (x *Executor) delegate(ctx context.Context, s loop.State, a loop.Action) lo
 	if err != nil {
 		return fail("invalid_delegation", err.Error(), loop.Usage{})
 	}
+	// What exactly the agent was told, for people and for audits.
+	_ = x.Run.WriteFile("artifacts/"+artifactName(a.ID)+".delegation.md", []byte(x.Redactor.String(message)))
 	schema, err := delegate.Schema(a.Role)
 	if err != nil {
 		return fail("invalid_delegation", err.Error(), loop.Usage{})
