@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/sluice-run/sluice/internal/config"
@@ -24,10 +25,10 @@ func pickModels(ctx context.Context, cfg *config.Config, getenv func(string) str
 	switch {
 	case configured:
 		r, err := model.NewRouter(cfg.Models, cfg.Roles, getenv)
-		return r, "the models configured in config.yaml", err
+		return r, describeTiers(cfg.Models), err
 	case getenv("ANTHROPIC_API_KEY") != "":
 		r, err := model.NewRouter(cfg.Models, cfg.Roles, getenv)
-		return r, "Anthropic (ANTHROPIC_API_KEY)", err
+		return r, describeTiers(cfg.Models) + " (ANTHROPIC_API_KEY)", err
 	case getenv("OPENAI_API_KEY") != "" || getenv("OPENAI_BASE_URL") != "":
 		name := getenv("SLUICE_OPENAI_MODEL")
 		if name == "" {
@@ -78,4 +79,15 @@ func ollamaModel(ctx context.Context) (string, bool) {
 		return "", false
 	}
 	return tags.Models[0].Name, true
+}
+
+// describeTiers names the provider and model of each tier.
+func describeTiers(m config.Models) string {
+	var parts []string
+	for _, tier := range []string{"fast", "standard", "deep"} {
+		if t, ok := m.Tiers[tier]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%s/%s", tier, t.Provider, t.Model))
+		}
+	}
+	return strings.Join(parts, " ")
 }
