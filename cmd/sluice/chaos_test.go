@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -215,4 +216,29 @@ func startsConversation(body json.RawMessage, msg string) bool {
 		}
 	}
 	return false
+}
+
+// TestSecondRunOnTheSameRepositoryIsRefused: while one process holds the
+// repository, `sluice run` refuses with a message naming the holder.
+func TestSecondRunOnTheSameRepositoryIsRefused(t *testing.T) {
+	e := newE2E(t, demo.Script())
+	dir := t.TempDir()
+	if err := demo.WriteSample(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := store.LockRepo(filepath.Join(dir, ".sluice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	out, err := e.command(dir, "run", "--yes", demo.Goal).CombinedOutput()
+	if err == nil {
+		t.Fatalf("a second run started:\n%s", out)
+	}
+	if !strings.Contains(string(out), "another sluice run") || !strings.Contains(string(out), fmt.Sprint(os.Getpid())) {
+		t.Fatalf("the refusal should name the other run's process %d:\n%s", os.Getpid(), out)
+	}
+	if runs, _ := store.List(filepath.Join(dir, ".sluice", "runs")); len(runs) != 0 {
+		t.Fatalf("the refused run left a run directory: %v", runs)
+	}
 }
