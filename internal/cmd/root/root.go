@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	agentscmd "github.com/sluice-run/sluice/internal/cmd/agents"
 	"github.com/sluice-run/sluice/internal/cmd/apply"
 	capabilitycmd "github.com/sluice-run/sluice/internal/cmd/capability"
 	configcmd "github.com/sluice-run/sluice/internal/cmd/config"
@@ -41,6 +42,7 @@ check each through quality gates, merge, and report.`,
 	cmd.SetErr(f.IO.ErrOut)
 
 	cmd.AddCommand(
+		agentscmd.NewCmd(f),
 		apply.NewCmd(f),
 		capabilitycmd.NewCmd(f),
 		configcmd.NewCmd(f),
