@@ -293,10 +293,10 @@ func matchLines(s, sub string) string {
 // snippet shows the edited lines with a little context, so the model can
 // check the result without reading the file again.
 func snippet(s string, start, n int) string {
-	const context, maxLines = 3, 30
+	const around, maxLines = 3, 30
 	lines := strings.Split(s, "\n")
-	from := max(start-context, 1)
-	to := min(start+max(n, 1)-1+context, len(lines), from+maxLines-1)
+	from := max(start-around, 1)
+	to := min(start+max(n, 1)-1+around, len(lines), from+maxLines-1)
 	var b strings.Builder
 	for i := from; i <= to; i++ {
 		fmt.Fprintf(&b, "%6d\t%s\n", i, lines[i-1])

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-run/sluice/internal/model"
+	"github.com/sluice-run/sluice/internal/redact"
 	"github.com/sluice-run/sluice/internal/sandbox"
 )
 
@@ -47,6 +48,10 @@ type Options struct {
 	// such as a shared Go build cache (GOCACHE). Without it, a GOCACHE that
 	// is not writable is moved into TempDir, so builds work but start cold.
 	Writable []string
+	// Redact, when set, masks secrets in every tool result and error before
+	// the model sees them (a command that prints a credential file, say).
+	// Nil leaves results as they are.
+	Redact *redact.Redactor
 	// Warn receives warnings, such as Landlock being unavailable; it is
 	// called at most once per New. Nil discards them.
 	Warn func(string)
@@ -105,7 +110,23 @@ func New(opts Options) ([]Tool, error) {
 		ts = append(ts, writeFileTool(wt), editFileTool(wt))
 	}
 	ts = append(ts, b.tool(opts.ReadOnly))
+	if opts.Redact != nil {
+		for i, t := range ts {
+			ts[i] = &redacted{Tool: t, r: opts.Redact}
+		}
+	}
 	return ts, nil
+}
+
+// redacted masks secrets in a tool's result and error.
+type redacted struct {
+	Tool
+	r *redact.Redactor
+}
+
+func (t *redacted) Call(ctx context.Context, input json.RawMessage) (string, error) {
+	out, err := t.Tool.Call(ctx, input)
+	return t.r.String(out), t.r.Error(err)
 }
 
 // funcTool is a Tool made of a spec and a function.
