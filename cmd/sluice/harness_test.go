@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,17 +89,17 @@ func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 			}
 			ts.Check(os.WriteFile(ts.MkAbs(args[2]), out, 0o644))
 		},
-		// runbranch DIR FILE: write the name of DIR's newest run branch to FILE.
+		// runbranch DIR VAR: set VAR to the branch of DIR's newest run.
 		"runbranch": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) != 2 {
-				ts.Fatalf("usage: runbranch DIR FILE")
+				ts.Fatalf("usage: runbranch DIR VAR")
 			}
 			entries, err := os.ReadDir(filepath.Join(ts.MkAbs(args[0]), ".sluice", "runs"))
 			ts.Check(err)
 			if len(entries) == 0 {
 				ts.Fatalf("no runs")
 			}
-			ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(fmt.Sprintf("sluice/%s\n", entries[len(entries)-1].Name())), 0o644))
+			ts.Setenv(args[1], "sluice/"+entries[len(entries)-1].Name())
 		},
 	}
 }

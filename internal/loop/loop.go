@@ -623,6 +623,10 @@ func failAttempt(s *State, t *TaskState, f Failure) {
 	}
 	t.Status, t.Stage = TaskFailed, ""
 	t.Reason = fmt.Sprintf("failed after %d attempts: %s", t.Attempt, f.Report)
+	if len(f.SpecificFailures) > 0 {
+		first, _, _ := strings.Cut(f.SpecificFailures[0], "\n")
+		t.Reason += ": " + first
+	}
 	skipDependents(s)
 	finishExecuteIfDone(s)
 }

@@ -268,6 +268,9 @@ func Summary(w io.Writer, s loop.State, branch, runDir string) {
 		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintf(w, "  usage: %d tokens, $%.4f, %d model calls\n", s.Usage.Tokens, s.Usage.CostUSD, s.Usage.Calls)
+	if strings.HasPrefix(s.BaselineReport, "pre-existing") {
+		fmt.Fprintf(w, "  baseline: %s\n", s.BaselineReport)
+	}
 	for _, g := range s.FinalGates {
 		if g.Note != "" {
 			fmt.Fprintf(w, "  pre-existing: %s gate (%s): %s\n", g.Name, g.Command, g.Note)

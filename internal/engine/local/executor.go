@@ -140,14 +140,30 @@ func (x *Executor) runBaseline(ctx context.Context, a loop.Action) loop.Event {
 	var failing []string
 	for _, r := range results {
 		if !r.Passed && !r.Skipped {
-			failing = append(failing, r.Name)
+			failing = append(failing, describeFailure(r))
 		}
 	}
 	detail := "every gate passes on the base commit"
 	if len(failing) > 0 {
-		detail = "failing on the base commit (held to no worse): " + strings.Join(failing, ", ")
+		detail = "pre-existing failures on the base commit (tasks are held to no worse): " + strings.Join(failing, "; ")
 	}
 	return loop.Event{Type: loop.EvBaselineDone, Detail: detail}
+}
+
+// describeFailure names a failed gate and, where known, what failed in it.
+func describeFailure(r gates.Result) string {
+	if len(r.FailingTests) == 0 {
+		return r.Name
+	}
+	what := "tests"
+	if r.PerFile {
+		what = "files"
+	}
+	names := r.FailingTests
+	if len(names) > 5 {
+		names = append(append([]string(nil), names[:5]...), fmt.Sprintf("and %d more", len(r.FailingTests)-5))
+	}
+	return fmt.Sprintf("%s (%s: %s)", r.Name, what, strings.Join(names, ", "))
 }
 
 func (x *Executor) setBaseline(results []gates.Result) {
