@@ -126,25 +126,39 @@ func toJSON(src string) (json.RawMessage, error) {
 		return nil, errors.New("the block is empty")
 	}
 	var buf bytes.Buffer
-	if err := writeNode(&buf, doc.Content[0], 0); err != nil {
+	w := &nodeWriter{b: &buf}
+	if err := w.write(doc.Content[0], 0); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-func writeNode(b *bytes.Buffer, n *yaml.Node, depth int) error {
+// maxNodes bounds the nodes written, aliases expanded, so that a block of
+// nested aliases cannot blow up into gigabytes of JSON.
+const maxNodes = 100_000
+
+type nodeWriter struct {
+	b     *bytes.Buffer
+	nodes int
+}
+
+func (w *nodeWriter) write(n *yaml.Node, depth int) error {
+	b := w.b
 	if depth > 100 {
 		return errors.New("the block nests deeper than 100 levels")
 	}
+	if w.nodes++; w.nodes > maxNodes {
+		return fmt.Errorf("the block has more than %d values", maxNodes)
+	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		return writeNode(b, n.Alias, depth+1)
+		return w.write(n.Alias, depth+1)
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			b.WriteString("null")
 			return nil
 		}
-		return writeNode(b, n.Content[0], depth+1)
+		return w.write(n.Content[0], depth+1)
 	case yaml.MappingNode:
 		b.WriteByte('{')
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -157,7 +171,7 @@ func writeNode(b *bytes.Buffer, n *yaml.Node, depth int) error {
 			}
 			writeString(b, k.Value)
 			b.WriteByte(':')
-			if err := writeNode(b, n.Content[i+1], depth+1); err != nil {
+			if err := w.write(n.Content[i+1], depth+1); err != nil {
 				return err
 			}
 		}
@@ -168,7 +182,7 @@ func writeNode(b *bytes.Buffer, n *yaml.Node, depth int) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if err := writeNode(b, c, depth+1); err != nil {
+			if err := w.write(c, depth+1); err != nil {
 				return err
 			}
 		}

@@ -373,3 +373,12 @@ func TestSubmitToolDescription(t *testing.T) {
 		t.Errorf("description = %q, %v", d, err)
 	}
 }
+
+func TestParseResultBlockAliasBomb(t *testing.T) {
+	bomb := "```result\na: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n```"
+	if _, err := ParseResultBlock(bomb); err == nil {
+		t.Error("an alias bomb expanded without limit")
+	} else if !strings.Contains(err.Error(), "more than") {
+		t.Errorf("err = %v, want the node limit", err)
+	}
+}
