@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-run/sluice/internal/cmdutil"
 	"github.com/sluice-run/sluice/internal/loop"
 	"github.com/sluice-run/sluice/internal/run"
+	"github.com/sluice-run/sluice/internal/slash"
 	"github.com/sluice-run/sluice/internal/ui"
 )
 
@@ -68,11 +69,14 @@ func (fl *flags) validate() error {
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	fl := &flags{}
 	cmd := &cobra.Command{
-		Use:   "run GOAL",
+		Use:   "run GOAL | /COMMAND [ARGS]",
 		Short: "Run the loop on this repository: research, plan, critique, execute in parallel, gate, merge",
 		Long: `Run the loop on the repository for GOAL. The result lands on the branch
 sluice/<run-id>; your own branch, index and working tree are never touched
 (use "sluice apply" to merge the run branch when you are happy with it).
+
+A goal that starts with /NAME runs the slash command .claude/commands/NAME.md
+(or .sluice/commands/NAME.md) with $ARGUMENTS and $1..$9 filled in.
 
 Exit status: 0 when every task merged and the integration branch passed its
 gates, 1 when the run ended with failures, 3 when it paused (budget, time
@@ -86,7 +90,11 @@ limit, or a plan awaiting approval); "sluice resume" continues a paused run.`,
 			if err != nil {
 				return err
 			}
-			opts.Goal = strings.Join(args, " ")
+			goal, err := expandGoal(opts.Root, args, p)
+			if err != nil {
+				return err
+			}
+			opts.Goal = goal
 			res, err := run.Start(cmd.Context(), opts)
 			return Present(f, p, fl.json, res, err)
 		},
@@ -124,6 +132,23 @@ awaits approval with --yes.`,
 	}
 	fl.register(cmd, true)
 	return cmd
+}
+
+// expandGoal turns `/name args` into the text of the project's slash
+// command (.claude/commands, .sluice/commands); any other goal is kept.
+func expandGoal(root string, args []string, p *ui.RunPrinter) (string, error) {
+	cmds, errs := slash.Load(root)
+	for _, e := range errs {
+		p.Note("warning: " + e.Error())
+	}
+	goal, used, err := slash.ExpandArgs(args, cmds)
+	if err != nil {
+		return "", err
+	}
+	if used {
+		p.Note("goal from slash command " + args[0])
+	}
+	return goal, nil
 }
 
 func options(ctx context.Context, f *cmdutil.Factory, fl *flags) (run.Options, *ui.RunPrinter, error) {
