@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sluice-run/sluice/internal/agentrt"
 )
 
 // serverEnvVar makes the test binary act as a stdio MCP server.
@@ -106,6 +108,12 @@ func TestLoadRunsStdioServerTools(t *testing.T) {
 		t.Fatalf("tools = %s", got)
 	}
 	ts := set.Tools()
+	for _, tl := range ts {
+		// The loop validates arguments against these schemas.
+		if _, err := agentrt.CompileSchema(tl.Spec().Name, tl.Spec().Schema); err != nil {
+			t.Errorf("schema of %s does not compile: %v", tl.Spec().Name, err)
+		}
+	}
 	echo := ts[byName["mcp__demo__echo"]]
 	if !echo.ReadOnly() || ts[byName["mcp__demo__add"]].ReadOnly() {
 		t.Error("readOnlyHint not carried over")
