@@ -118,6 +118,11 @@ func Write(ctx context.Context, runDir string, opts Options) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("write report: %w", err)
 	}
+	return WriteLoaded(ctx, l, opts)
+}
+
+// WriteLoaded is Write for a run already loaded.
+func WriteLoaded(ctx context.Context, l *run.Loaded, opts Options) (string, error) {
 	if opts.Repo != "" {
 		if err := writeDiffs(ctx, opts.Repo, l); err != nil {
 			return "", err
@@ -129,7 +134,7 @@ func Write(ctx context.Context, runDir string, opts Options) (string, error) {
 	}
 	out := opts.Output
 	if out == "" {
-		out = filepath.Join(runDir, FileName)
+		out = filepath.Join(l.Dir, FileName)
 	}
 	// Written beside its destination and renamed, so a browser never opens
 	// half a report.

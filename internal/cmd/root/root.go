@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-run/sluice/internal/cmd/initcmd"
 	"github.com/sluice-run/sluice/internal/cmd/logcmd"
 	plancmd "github.com/sluice-run/sluice/internal/cmd/plan"
+	reportcmd "github.com/sluice-run/sluice/internal/cmd/report"
 	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
 	runcmd "github.com/sluice-run/sluice/internal/cmd/run"
 	"github.com/sluice-run/sluice/internal/cmd/sandboxexec"
@@ -56,6 +57,7 @@ check each through quality gates, merge, and report.`,
 		resolvecmd.NewCmd(f),
 		sandboxexec.NewCmd(f),
 		plancmd.NewCmd(f),
+		reportcmd.NewCmd(f),
 		version.NewCmd(f),
 	)
 	return cmd

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-run/sluice/internal/cmdutil"
 	"github.com/sluice-run/sluice/internal/loop"
 	"github.com/sluice-run/sluice/internal/run"
+	"github.com/sluice-run/sluice/internal/store"
 )
 
 // NewCmd returns `sluice status`.
@@ -90,6 +92,9 @@ func Print(w io.Writer, l *run.Loaded) {
 			} else if t.Attempt > 0 {
 				line += fmt.Sprintf(" attempts %d", t.Attempt)
 			}
+			if t.Usage.Tokens > 0 {
+				line += fmt.Sprintf("  %d tokens $%.4f", t.Usage.Tokens, t.Usage.CostUSD)
+			}
 			var gates []string
 			for _, g := range t.Gates {
 				mark := "ok"
@@ -109,8 +114,22 @@ func Print(w io.Writer, l *run.Loaded) {
 	}
 	if inflight := loop.InFlightActions(s); len(inflight) > 0 {
 		fmt.Fprintln(w, "\nwaiting for:")
+		issued := map[string]time.Time{}
+		for _, r := range l.Records {
+			if r.Kind == store.KindAction {
+				issued[r.ID] = r.Time
+			}
+		}
 		for _, a := range inflight {
-			fmt.Fprintf(w, "  %s\n", a.ID)
+			what := a.Role
+			if what == "" {
+				what = string(a.Type)
+			}
+			line := fmt.Sprintf("  %-28s %s", a.ID, what)
+			if at, ok := issued[a.ID]; ok {
+				line += " since " + at.Local().Format("15:04:05")
+			}
+			fmt.Fprintln(w, line)
 		}
 	}
 	for _, warn := range l.Warnings {
