@@ -70,6 +70,15 @@ func New(opts Options) ([]Tool, error) {
 	if opts.OutputCap <= 0 {
 		opts.OutputCap = DefaultOutputCap
 	}
+	if opts.TempDir != "" {
+		// Landlock rules and TMPDIR need an absolute path.
+		if opts.TempDir, err = filepath.Abs(opts.TempDir); err != nil {
+			return nil, fmt.Errorf("tools: temp dir: %w", err)
+		}
+		if err := os.MkdirAll(opts.TempDir, 0o700); err != nil {
+			return nil, fmt.Errorf("tools: temp dir: %w", err)
+		}
+	}
 	b := &bash{wt: wt, timeout: opts.BashTimeout, outputCap: opts.OutputCap}
 	if opts.SandboxExe != "" {
 		if opts.TempDir == "" {
@@ -94,11 +103,6 @@ func New(opts Options) ([]Tool, error) {
 		}
 	}
 	b.env = bashEnv(opts.Env, opts.TempDir, b.sandboxExe != "", b.writable)
-	if opts.TempDir != "" {
-		if err := os.MkdirAll(opts.TempDir, 0o700); err != nil {
-			return nil, fmt.Errorf("tools: temp dir: %w", err)
-		}
-	}
 
 	ts := []Tool{
 		readFileTool(wt),
