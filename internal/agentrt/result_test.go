@@ -76,3 +76,23 @@ func TestOutputValidatorUnwrapsContract(t *testing.T) {
 		t.Error("an empty result passed")
 	}
 }
+
+// FuzzParseResultBlock: no text a model writes makes the parser panic, and
+// what it returns is always valid JSON.
+func FuzzParseResultBlock(f *testing.F) {
+	for _, s := range []string{
+		"RESULT\n```json\n{\"a\":1}\n```",
+		"## RESULT\n```yaml\na: &x [1, 2]\nb: *x\n```",
+		"```result\n- 1\n- {a: b}\n```",
+		"RESULT\n~~~\n{}\n~~~",
+		"RESULT\n```\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		out, err := ParseResultBlock(text)
+		if err == nil && !json.Valid(out) {
+			t.Errorf("ParseResultBlock(%q) = %q, not JSON", text, out)
+		}
+	})
+}
