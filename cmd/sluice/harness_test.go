@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,6 +89,37 @@ func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 				ts.Fatalf("tree of %s: %v", args[1], err)
 			}
 			ts.Check(os.WriteFile(ts.MkAbs(args[2]), out, 0o644))
+		},
+		// requests MATCH [!]WANT: every request the fake model server
+		// recorded whose body contains MATCH also contains WANT (with !:
+		// does not), and at least one request contains MATCH.
+		"requests": func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) != 2 {
+				ts.Fatalf("usage: requests MATCH [!]WANT")
+			}
+			want, absent := strings.CutPrefix(args[1], "!")
+			data, err := os.ReadFile(filepath.Join(ts.Getenv("WORK"), "fake-requests.jsonl"))
+			ts.Check(err)
+			n := 0
+			for _, line := range strings.Split(string(data), "\n") {
+				var rec struct {
+					Body json.RawMessage `json:"body"`
+				}
+				if line == "" || json.Unmarshal([]byte(line), &rec) != nil {
+					continue
+				}
+				body := string(rec.Body)
+				if !strings.Contains(body, args[0]) {
+					continue
+				}
+				n++
+				if strings.Contains(body, want) == absent {
+					ts.Fatalf("a request containing %q %s %q", args[0], map[bool]string{true: "contains", false: "lacks"}[absent], want)
+				}
+			}
+			if n == 0 {
+				ts.Fatalf("no recorded request contains %q", args[0])
+			}
 		},
 		// runbranch DIR VAR: set VAR to the branch of DIR's newest run.
 		"runbranch": func(ts *testscript.TestScript, neg bool, args []string) {

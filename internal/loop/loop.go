@@ -69,6 +69,11 @@ func Next(s State) []Action {
 		it := len(s.Critiques) + 1
 		want = []Action{{ID: fmt.Sprintf("plan/i%d", it), Type: ActDelegate, Role: RolePlanner, Iteration: it}}
 	case PhaseCritique:
+		if s.Settings.DesignSpec && s.DesignSpecVersion < s.PlanVersion {
+			// plan:post: the design spec of this plan version comes first.
+			want = []Action{{ID: fmt.Sprintf("plan/v%d/design-spec", s.PlanVersion), Type: ActDelegate, Role: RoleDesignSpec, Iteration: s.PlanVersion}}
+			break
+		}
 		it := len(s.Critiques) + 1
 		want = []Action{{ID: fmt.Sprintf("critique/i%d", it), Type: ActDelegate, Role: RoleCritic, Iteration: it}}
 	case PhaseApproval:
@@ -402,6 +407,10 @@ func applyDelegation(s *State, a Action, e Event) {
 		s.Plan = &p
 		s.PlanVersion++
 		s.Phase = PhaseCritique
+	case RoleDesignSpec:
+		// Advisory: a failed design spec is recorded in the journal and the
+		// critique goes on without it.
+		s.DesignSpecVersion = a.Iteration
 	case RoleCritic:
 		if failed {
 			failRun(s, fmt.Sprintf("critique failed: %s: %s", e.Reason, e.Detail))

@@ -63,6 +63,8 @@ func (w *world) respond(a Action) Event {
 			e.Output = json.RawMessage(fmt.Sprintf(`{"verdict":%q,"objection":"objection %d"}`, v, a.Iteration))
 		case RoleExecutor:
 			e.Output = json.RawMessage(`{"status":"COMPLETE"}`)
+		case RoleDesignSpec:
+			e.Output = json.RawMessage(`{"document":"# Spec","summary":"s"}`)
 		case RoleCodeReviewer:
 			e.Output = json.RawMessage(`{"verdict":"APPROVE","findings":[]}`)
 		case RoleVerifier:
@@ -395,5 +397,25 @@ func checkStartable(t *testing.T, seed uint64, s State, a Action) {
 	}
 	if running >= s.Settings.Jobs {
 		t.Fatalf("seed %d: %s started with %d running (jobs %d)", seed, a.TaskID, running, s.Settings.Jobs)
+	}
+}
+
+func TestDesignSpecRunsAfterEveryPlanBeforeTheCritic(t *testing.T) {
+	st := settings()
+	st.DesignSpec = true
+	w := &world{plan: diamond(), critic: []string{"REVISE"}}
+	s, journal := run(t, New("r1", st), w, nil)
+	if s.Status != StatusDone {
+		t.Fatalf("status %s: %s", s.Status, s.Reason)
+	}
+	var ids []string
+	for _, e := range journal {
+		if e.Action != nil && (e.Action.Role == RolePlanner || e.Action.Role == RoleCritic || e.Action.Role == RoleDesignSpec) {
+			ids = append(ids, e.Action.ID)
+		}
+	}
+	want := []string{"plan/i1", "plan/v1/design-spec", "critique/i1", "plan/i2", "plan/v2/design-spec", "critique/i2"}
+	if !reflect.DeepEqual(ids, want) {
+		t.Fatalf("order = %v, want %v", ids, want)
 	}
 }

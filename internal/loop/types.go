@@ -74,6 +74,12 @@ type Settings struct {
 	Depth       string `json:"depth"`
 	AutoApprove bool   `json:"auto_approve"`
 	Budget      Budget `json:"budget"`
+	// Capabilities are the ids of the capabilities active for the run,
+	// frozen at start so a resume composes the same prompts.
+	Capabilities []string `json:"capabilities,omitempty"`
+	// DesignSpec runs a design-spec delegation after every plan (the
+	// design-spec capability's plan:post contribution).
+	DesignSpec bool `json:"design_spec,omitempty"`
 }
 
 // Budget limits the whole run. Zero means unlimited.
@@ -160,6 +166,9 @@ type State struct {
 	// Critiques is the critique history; the last one drives a revision.
 	Critiques []plan.Critique `json:"critiques,omitempty"`
 	Approved  bool            `json:"approved"`
+	// DesignSpecVersion is the plan version the last design spec was
+	// written for.
+	DesignSpecVersion int `json:"design_spec_version,omitempty"`
 
 	Tasks map[string]*TaskState `json:"tasks,omitempty"`
 	// Order is the plan's task order, for deterministic scheduling.
@@ -205,6 +214,7 @@ const (
 	RoleExecutor     = "executor"
 	RoleVerifier     = "verifier"
 	RoleCodeReviewer = "code-reviewer"
+	RoleDesignSpec   = "design-spec"
 )
 
 // Action is a request for work. Its ID is derived from the state (phase,

@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice-run/sluice/internal/agents"
+	"github.com/sluice-run/sluice/internal/capability"
 	"github.com/sluice-run/sluice/internal/config"
 	"github.com/sluice-run/sluice/internal/engine"
 	"github.com/sluice-run/sluice/internal/engine/local"
@@ -110,6 +113,16 @@ func Start(ctx context.Context, opts Options) (*Result, error) {
 		StartedAt:  now.UTC().Truncate(time.Second),
 		Settings:   settingsFrom(p.cfg, opts),
 	}
+	active, notices := capability.Enabled(p.capabilities, p.cfg.Capabilities.Enabled, p.cfg.Backend.Kind)
+	for _, n := range notices {
+		opts.Notice(n)
+	}
+	for _, c := range active {
+		meta.Settings.Capabilities = append(meta.Settings.Capabilities, c.ID)
+		if len(capability.Contributions([]capability.Capability{c}, "plan:post", loop.RoleDesignSpec)) > 0 {
+			meta.Settings.DesignSpec = true
+		}
+	}
 	st, err := store.Create(p.runsDir, meta.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("a run named %s: %w", meta.RunID, err)
@@ -200,7 +213,9 @@ type prepared struct {
 	runsDir   string
 	cfg       *config.Config
 	resolved  *resolve.Result
-	unlock    func() error
+	// capabilities are all the capabilities the project can see.
+	capabilities []capability.Capability
+	unlock       func() error
 }
 
 func prepare(ctx context.Context, opts Options) (*prepared, error) {
@@ -220,6 +235,10 @@ func prepare(ctx context.Context, opts Options) (*prepared, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve the project at %s: %w", root, err)
 	}
+	caps, err := loadCapabilities(root, config.UserDir(opts.Getenv))
+	if err != nil {
+		return nil, err
+	}
 	sluiceDir := filepath.Join(root, ".sluice")
 	if err := excludeSluiceDirs(repo); err != nil {
 		return nil, err
@@ -228,7 +247,39 @@ func prepare(ctx context.Context, opts Options) (*prepared, error) {
 	if err != nil {
 		return nil, fmt.Errorf("another sluice run is driving this repository: %w", err)
 	}
-	return &prepared{repo: repo, root: root, sluiceDir: sluiceDir, runsDir: filepath.Join(sluiceDir, "runs"), cfg: cfg, resolved: res, unlock: unlock}, nil
+	return &prepared{repo: repo, root: root, sluiceDir: sluiceDir, runsDir: filepath.Join(sluiceDir, "runs"), cfg: cfg, resolved: res, capabilities: caps, unlock: unlock}, nil
+}
+
+// loadCapabilities finds every capability the project can see and checks
+// them and the project's agent manifests against the role-family
+// partition, failing closed: a run does not start on an invalid extension.
+func loadCapabilities(root, userDir string) ([]capability.Capability, error) {
+	dirs := capability.PluginDirs(capability.PluginLocations(root, userDir, nil))
+	all, errs := capability.Discover(root, dirs)
+	decls, derrs := capability.AgentDeclarations(root, dirs)
+	errs = append(errs, derrs...)
+	if err := capability.CheckPartition(append(capability.Declarations(all), decls...)); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("capabilities and agent manifests are checked before a run starts; fix these (see `sluice capability check`): %w", errors.Join(errs...))
+	}
+	return all, nil
+}
+
+// activeCapabilities picks the frozen ids out of all, in their order.
+func activeCapabilities(all []capability.Capability, ids []string) []capability.Capability {
+	byID := map[string]capability.Capability{}
+	for _, c := range all {
+		byID[c.ID] = c
+	}
+	var out []capability.Capability
+	for _, id := range ids {
+		if c, ok := byID[id]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // excludeSluiceDirs keeps sluice's own files out of the user's `git status`
@@ -370,27 +421,41 @@ func (p *prepared) drive(ctx context.Context, opts Options, st *store.Run, meta 
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("create the run's temp dir: %w", err)
 	}
+	active := activeCapabilities(p.capabilities, s.Settings.Capabilities)
+	taskGates := gateCommands(p.resolved, p.cfg)
+	var exts []string
+	if len(taskGates) > 0 {
+		exts = taskGates[0].Extensions
+	}
+	capTask, capFinal := local.CapabilityGates(active, exts)
+	redactor := redact.FromEnv(opts.Environ)
 	x := &local.Executor{
-		RunID:        meta.RunID,
-		Repo:         p.repo,
-		Run:          st,
-		BaseSHA:      meta.BaseSHA,
-		WorktreesDir: filepath.Join(p.sluiceDir, "worktrees", meta.RunID),
-		Integration:  integration,
-		Identity:     gitx.Identity{Name: "sluice", Email: "sluice@localhost", When: meta.StartedAt},
-		Gates:        gateCommands(p.resolved, p.cfg),
-		GateRunner:   &gates.Runner{Timeout: gateTimeout, Cache: cache, Env: opts.Environ},
-		Models:       models,
-		Agents:       reg,
-		Instructions: inst.Text(),
-		Redactor:     redact.FromEnv(opts.Environ),
+		Capabilities:     active,
+		CapabilityConfig: p.cfg.Capabilities.Config,
+		Schedule:         s.Settings.Schedule,
+		FinalGates:       capFinal,
+		RunID:            meta.RunID,
+		Repo:             p.repo,
+		Run:              st,
+		BaseSHA:          meta.BaseSHA,
+		WorktreesDir:     filepath.Join(p.sluiceDir, "worktrees", meta.RunID),
+		Integration:      integration,
+		Identity:         gitx.Identity{Name: "sluice", Email: "sluice@localhost", When: meta.StartedAt},
+		Gates:            append(taskGates, capTask...),
+		GateRunner:       &gates.Runner{Timeout: gateTimeout, Cache: cache, Env: opts.Environ},
+		Models:           models,
+		Agents:           reg,
+		Instructions:     inst.Text(),
+		Redactor:         redact.FromEnv(opts.Environ),
 		Tools: tools.Options{
 			BashTimeout: 5 * time.Minute,
 			OutputCap:   32 << 10,
 			Env:         opts.Environ,
 			SandboxExe:  opts.SandboxExe,
 			TempDir:     tmp,
-			Warn:        opts.Notice,
+			Writable:    goBuildCache(ctx),
+			Redact:      redactor,
+			Warn:        onceEach(opts.Notice),
 		},
 		Budget:          local.NewBudget(s.Settings.Budget, s.Usage),
 		MaxTurns:        p.cfg.Budgets.TurnsPerDelegation,
@@ -447,4 +512,33 @@ func userConfigDir(getenv func(string) string) string {
 		return filepath.Join(h, ".config", "sluice")
 	}
 	return ""
+}
+
+// goBuildCache is the Go build cache, made writable to executors' bash so
+// `go test` in a worktree does not rebuild the standard library each time.
+func goBuildCache(ctx context.Context) []string {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOCACHE").Output()
+	if err != nil {
+		return nil
+	}
+	dir := strings.TrimSpace(string(out))
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	return []string{dir}
+}
+
+// onceEach passes each distinct message on once.
+func onceEach(notice func(string)) func(string) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return func(msg string) {
+		mu.Lock()
+		first := !seen[msg]
+		seen[msg] = true
+		mu.Unlock()
+		if first {
+			notice(msg)
+		}
+	}
 }

@@ -195,6 +195,9 @@ func actionOf(s loop.State, ev *loop.Event) (loop.Action, bool) {
 		a.Role = loop.RoleResearcher
 	case "plan":
 		a.Role = loop.RolePlanner
+		if len(parts) == 3 && parts[2] == loop.RoleDesignSpec {
+			a.Role = loop.RoleDesignSpec
+		}
 	case "critique":
 		a.Role = loop.RoleCritic
 	case "task":
@@ -223,7 +226,7 @@ func phaseOfRole(role string) loop.Phase {
 	switch role {
 	case loop.RoleResearcher:
 		return loop.PhaseResearch
-	case loop.RolePlanner:
+	case loop.RolePlanner, loop.RoleDesignSpec:
 		return loop.PhasePlan
 	case loop.RoleCritic:
 		return loop.PhaseCritique

@@ -63,6 +63,8 @@ func (x *Executor) compose(ctx context.Context, s loop.State, a loop.Action, roo
 				PreviousPlan:      s.Plan,
 			}
 		}
+	case loop.RoleDesignSpec:
+		in.Plan = s.Plan
 	case loop.RoleCritic:
 		in.Plan = s.Plan
 		in.Iteration = a.Iteration

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice-run/sluice/internal/agentrt"
 	"github.com/sluice-run/sluice/internal/agents"
+	"github.com/sluice-run/sluice/internal/capability"
 	"github.com/sluice-run/sluice/internal/delegate"
 	"github.com/sluice-run/sluice/internal/gates"
 	"github.com/sluice-run/sluice/internal/gitx"
@@ -73,6 +74,16 @@ type Executor struct {
 	Ask func(ctx context.Context, question string) (approve, answered bool)
 	// Activity, when set, receives live progress. It must not block.
 	Activity func(Activity)
+
+	// Capabilities are the run's active capabilities; their contributions
+	// go into the prompts of the roles they name.
+	Capabilities []capability.Capability
+	// CapabilityConfig is capabilities.config from the configuration.
+	CapabilityConfig map[string]map[string]any
+	Schedule         string
+	// FinalGates are run on the merged integration branch in addition to
+	// Gates (capability gates at execute:post and complete).
+	FinalGates []gates.Command
 
 	baselineOnce sync.Once
 	baseline     map[string]gates.Result
@@ -305,7 +316,7 @@ func (x *Executor) finalVerify(ctx context.Context) loop.Event {
 	if err != nil {
 		return actionError(err)
 	}
-	results := x.GateRunner.Run(ctx, x.Integration, x.Gates, changed, tree)
+	results := x.GateRunner.Run(ctx, x.Integration, append(append([]gates.Command(nil), x.Gates...), x.FinalGates...), changed, tree)
 	if err := ctx.Err(); err != nil {
 		return actionError(err)
 	}
@@ -368,7 +379,7 @@ func (x *Executor) delegate(ctx context.Context, s loop.State, a loop.Action) lo
 	spec := agentrt.Spec{
 		Role:         a.Role,
 		Model:        modelName,
-		System:       agents.System(agent, x.Instructions, nil),
+		System:       agents.System(agent, x.Instructions, x.contributions(s, a)),
 		Delegation:   message,
 		Tools:        toolset,
 		ResultSchema: schema,
@@ -398,7 +409,9 @@ func (x *Executor) delegate(ctx context.Context, s loop.State, a loop.Action) lo
 		},
 	}
 	var transcript bytes.Buffer
-	res, err := agentrt.Run(ctx, provider, spec, hooks, x.Redactor.Writer(&transcript))
+	tw := x.Redactor.Writer(&transcript)
+	res, err := agentrt.Run(ctx, provider, spec, hooks, tw)
+	_ = tw.Flush()
 	_ = x.Run.WriteFile("transcripts/"+artifactName(a.ID)+".jsonl", transcript.Bytes())
 	mu.Lock()
 	spent := used
@@ -414,6 +427,12 @@ func (x *Executor) delegate(ctx context.Context, s loop.State, a loop.Action) lo
 		return fail("invalid_delegation", err.Error(), spent)
 	}
 	_ = x.Run.WriteFile("artifacts/"+artifactName(a.ID)+".json", res.Output)
+	if a.Role == loop.RoleDesignSpec {
+		var spec delegate.SpecialistOutput
+		if json.Unmarshal(res.Output, &spec) == nil {
+			_ = x.Run.WriteFile(fmt.Sprintf("artifacts/design-spec-v%d.md", a.Iteration), []byte(spec.Document))
+		}
+	}
 	return loop.Event{Type: loop.EvDelegationDone, Output: res.Output, Usage: spent}
 }
 
@@ -421,4 +440,48 @@ func (x *Executor) activity(a Activity) {
 	if x.Activity != nil {
 		x.Activity(a)
 	}
+}
+
+// contributions gathers what the run's capabilities contribute to one
+// delegation, and turns each blocking attested gate at verify:post into an
+// instruction to the verifier, whose verdict is the attestation (a model's
+// pass never outvotes a failed command gate: those ran before it).
+func (x *Executor) contributions(s loop.State, a loop.Action) []agents.Contribution {
+	if len(x.Capabilities) == 0 {
+		return nil
+	}
+	phase := string(s.Phase)
+	if a.Role == loop.RoleDesignSpec {
+		phase = string(loop.PhasePlan)
+	}
+	var out []agents.Contribution
+	for _, f := range capability.ForDelegation(x.Capabilities, a.Role, phase, capability.Conditions{Depth: a.Depth, Schedule: x.Schedule, Config: x.CapabilityConfig}) {
+		out = append(out, agents.Contribution{Capability: f.Capability, Into: f.Into, Text: f.Text})
+	}
+	if a.Role == loop.RoleVerifier {
+		for _, g := range capability.Gates(x.Capabilities, "verify:post") {
+			if g.Kind == "attested" && g.Mode == "blocking" {
+				out = append(out, agents.Contribution{Capability: g.Capability, Into: loop.RoleVerifier, Text: fmt.Sprintf(
+					"Blocking attested gate %s: %s\nIf it does not hold, your verdict is FAIL and failures name %s; if it holds, add the evidence to the summary of your last criterion.", g.ID, g.Text, g.ID)})
+			}
+		}
+	}
+	return out
+}
+
+// CapabilityGates turns the active capabilities' blocking command gates into
+// gate commands: those at execute:task:post hold every task, those at
+// execute:post and complete hold the merged branch.
+func CapabilityGates(active []capability.Capability, exts []string) (task, final []gates.Command) {
+	add := func(dst []gates.Command, point string) []gates.Command {
+		for _, g := range capability.Gates(active, point) {
+			if g.Kind == "command" && g.Mode == "blocking" && g.Command != "" {
+				dst = append(dst, gates.Command{Name: g.Capability + "/" + g.ID, Command: g.Command, Extensions: exts})
+			}
+		}
+		return dst
+	}
+	task = add(task, "execute:task:post")
+	final = add(add(final, "execute:post"), "complete")
+	return task, final
 }
