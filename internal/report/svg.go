@@ -14,6 +14,7 @@ var roleColours = []struct{ Key, Colour string }{
 	{loop.RoleResearcher, "#76b7b2"},
 	{loop.RolePlanner, "#4e79a7"},
 	{loop.RoleCritic, "#b07aa1"},
+	{loop.RoleDesignSpec, "#ff9d9a"},
 	{loop.RoleExecutor, "#f28e2b"},
 	{loop.RoleCodeReviewer, "#edc948"},
 	{loop.RoleVerifier, "#59a14f"},
@@ -22,7 +23,7 @@ var roleColours = []struct{ Key, Colour string }{
 	{string(loop.ActMerge), "#17becf"},
 	{string(loop.ActBaseline), "#8c8c8c"},
 	{string(loop.ActFinalVerify), "#555555"},
-	{string(loop.ActAsk), "#ff9da7"},
+	{string(loop.ActAsk), "#d4a6c8"},
 }
 
 func colourOf(b Bar) string {
