@@ -11,12 +11,15 @@ import (
 
 	agentscmd "github.com/sluice-run/sluice/internal/cmd/agents"
 	"github.com/sluice-run/sluice/internal/cmd/apply"
+	askcmd "github.com/sluice-run/sluice/internal/cmd/ask"
 	capabilitycmd "github.com/sluice-run/sluice/internal/cmd/capability"
 	configcmd "github.com/sluice-run/sluice/internal/cmd/config"
 	democmd "github.com/sluice-run/sluice/internal/cmd/demo"
+	"github.com/sluice-run/sluice/internal/cmd/fakemodel"
 	gatescmd "github.com/sluice-run/sluice/internal/cmd/gates"
 	"github.com/sluice-run/sluice/internal/cmd/initcmd"
 	"github.com/sluice-run/sluice/internal/cmd/logcmd"
+	modelscmd "github.com/sluice-run/sluice/internal/cmd/models"
 	plancmd "github.com/sluice-run/sluice/internal/cmd/plan"
 	reportcmd "github.com/sluice-run/sluice/internal/cmd/report"
 	resolvecmd "github.com/sluice-run/sluice/internal/cmd/resolve"
@@ -45,12 +48,15 @@ check each through quality gates, merge, and report.`,
 	cmd.AddCommand(
 		agentscmd.NewCmd(f),
 		apply.NewCmd(f),
+		askcmd.NewCmd(f),
 		capabilitycmd.NewCmd(f),
 		configcmd.NewCmd(f),
 		democmd.NewCmd(f),
+		fakemodel.NewCmd(f),
 		gatescmd.NewCmd(f),
 		initcmd.NewCmd(f),
 		logcmd.NewCmd(f),
+		modelscmd.NewCmd(f),
 		runcmd.NewCmd(f),
 		runcmd.NewResumeCmd(f),
 		status.NewCmd(f),
