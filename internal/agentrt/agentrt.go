@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-run/sluice/internal/delegate"
 	"github.com/sluice-run/sluice/internal/model"
 	"github.com/sluice-run/sluice/internal/tools"
 )
@@ -382,7 +383,7 @@ func isJSONObject(b json.RawMessage) bool {
 // handleText deals with a turn that called no tool: a RESULT block in the
 // text is taken as the result; otherwise the model is reminded once.
 func (r *runner) handleText(resp *model.Response) (json.RawMessage, bool, error) {
-	raw, perr := ParseResultBlock(resp.Text)
+	raw, perr := delegate.ParseResultBlock(resp.Text)
 	if perr == nil {
 		out, err := r.output.Check(raw)
 		if err == nil {
@@ -390,7 +391,7 @@ func (r *runner) handleText(resp *model.Response) (json.RawMessage, bool, error)
 		}
 		return nil, false, r.repairText(err)
 	}
-	if !errors.Is(perr, ErrNoResultBlock) {
+	if !errors.Is(perr, delegate.ErrNoResult) {
 		return nil, false, r.repairText(perr)
 	}
 	if r.reminded {

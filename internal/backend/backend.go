@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/sluice-run/sluice/internal/agentrt"
+	"github.com/sluice-run/sluice/internal/delegate"
 	"github.com/sluice-run/sluice/internal/model"
 )
 
@@ -122,10 +123,10 @@ func drive(ctx context.Context, spec agentrt.Spec, hooks agentrt.Hooks, transcri
 			return nil, out.failure
 		}
 
-		raw, perr := agentrt.ParseResultBlock(out.final)
+		raw, perr := delegate.ParseResultBlock(out.final)
 		var verr error
 		switch {
-		case errors.Is(perr, agentrt.ErrNoResultBlock):
+		case errors.Is(perr, delegate.ErrNoResult):
 			verr = errors.New("your final message has no RESULT block")
 		case perr != nil:
 			verr = perr
@@ -138,7 +139,7 @@ func drive(ctx context.Context, spec agentrt.Spec, hooks agentrt.Hooks, transcri
 			}
 		}
 		reason := agentrt.ReasonInvalidResult
-		if errors.Is(perr, agentrt.ErrNoResultBlock) {
+		if errors.Is(perr, delegate.ErrNoResult) {
 			reason = agentrt.ReasonNoResult
 		}
 		if repairs >= 1 || session == "" {
