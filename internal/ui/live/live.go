@@ -34,6 +34,10 @@ type Options struct {
 	Interrupt func()
 	// Plain draws without colours.
 	Plain bool
+	// Width and Height, when set, are the screen size to draw for before
+	// (or without) the terminal reporting one, as when Out is not a
+	// terminal.
+	Width, Height int
 }
 
 // View is the live view of a run on a terminal.
@@ -41,9 +45,11 @@ type View struct {
 	sink *Sink
 	opts Options
 
-	mu   sync.Mutex
-	prog *tea.Program
-	done chan error
+	mu      sync.Mutex
+	prog    *tea.Program
+	done    chan error
+	stopped bool
+	err     error
 }
 
 // New returns a view; nothing is drawn until Start.
@@ -85,6 +91,9 @@ func (v *View) Start() {
 		// The process's own SIGINT handling stays in charge of the run.
 		tea.WithoutSignalHandler(),
 	}
+	if v.opts.Width > 0 && v.opts.Height > 0 {
+		opts = append(opts, tea.WithWindowSize(v.opts.Width, v.opts.Height))
+	}
 	v.prog = tea.NewProgram(newModel(v.sink, v.opts), opts...)
 	v.done = make(chan error, 1)
 	go func(p *tea.Program, done chan<- error) {
@@ -94,21 +103,26 @@ func (v *View) Start() {
 }
 
 // Stop draws the final frame, restores the terminal and waits for the view
-// to end.
+// to end. Calling it again returns the first call's result.
 func (v *View) Stop() error {
 	v.mu.Lock()
-	p, done := v.prog, v.done
-	v.mu.Unlock()
-	if p == nil {
-		return nil
+	defer v.mu.Unlock()
+	if v.prog == nil || v.stopped {
+		return v.err
 	}
-	p.Send(stopMsg{})
-	err := <-done
+	v.stopped = true
+	v.prog.Send(stopMsg{})
+	err := <-v.done
 	if errors.Is(err, tea.ErrProgramKilled) {
-		return nil
+		err = nil
 	}
+	v.err = err
 	return err
 }
+
+// Note shows a one-line message (a warning, the model in use) under the
+// table; the view keeps the latest few. It never blocks on the terminal.
+func (v *View) Note(msg string) { v.sink.Note(msg) }
 
 // Hold gives the terminal back while fn runs (a question for the person)
 // and takes it again afterwards.

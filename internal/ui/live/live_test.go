@@ -1,7 +1,9 @@
 package live
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -310,5 +312,37 @@ func TestEntryNeverBlocksOnAStuckRenderer(t *testing.T) {
 	close(w.release)
 	if err := v.Stop(); err != nil && !strings.Contains(err.Error(), "closed pipe") {
 		t.Fatalf("stop: %v", err)
+	}
+}
+
+func TestNotesShowUnderTheTableAndStopIsIdempotent(t *testing.T) {
+	c := &clock{}
+	k := NewSink(c.now)
+	replay(t, k, c, fixture.Simulate(fixture.Options{Tasks: 2, StopAfter: 20}))
+	for i := 1; i <= 5; i++ {
+		k.Note(fmt.Sprintf("warning %d", i))
+	}
+	m := newModel(k, Options{Now: c.now, Plain: true})
+	m = update(m, tickMsg{})
+	out := m.View().Content
+	if strings.Contains(out, "warning 2") || !strings.Contains(out, "note: warning 3") || !strings.Contains(out, "note: warning 5") {
+		t.Fatalf("want the latest three notes:\n%s", out)
+	}
+
+	var buf bytes.Buffer
+	v := New(Options{Out: &buf, Plain: true, Width: 100, Height: 30})
+	if err := v.Stop(); err != nil {
+		t.Fatalf("stop before start: %v", err)
+	}
+	v.Start()
+	v.Note("model: claude-sonnet-4-5")
+	if err := v.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Stop(); err != nil {
+		t.Fatalf("second stop: %v", err)
+	}
+	if !strings.Contains(buf.String(), "model: claude-sonnet-4-5") {
+		t.Fatalf("the final frame should show the note:\n%q", buf.String())
 	}
 }

@@ -58,7 +58,11 @@ func Render(sn Snapshot, f Frame) string {
 	st := newStyles(f.Plain)
 	s := sn.State
 	if !sn.Seen {
-		return st.dim.Render("sluice: starting…") + "\n"
+		out := st.dim.Render("sluice: starting…") + "\n"
+		for _, n := range sn.Notes {
+			out += st.warn.Render("note: ") + firstLine(n) + "\n"
+		}
+		return out
 	}
 	var lines []string
 	add := func(l string) { lines = append(lines, l) }
@@ -110,8 +114,9 @@ func Render(sn Snapshot, f Frame) string {
 		add("")
 		add(st.dim.Render(fmt.Sprintf("  %-10s %-18s %-14s %8s %10s %9s  %s", "TASK", "STATE", "ROLE", "ELAPSED", "TOKENS", "COST", "NOW")))
 		rows := taskRows(sn, f, st)
-		// Keep room for the header lines above and the last line below.
-		room := f.Height - len(lines) - 2
+		// Keep room for the header lines above and the notes and last line
+		// below.
+		room := f.Height - len(lines) - 2 - len(sn.Notes)
 		if f.Height > 0 && len(rows) > room && room > 1 {
 			rows = fitRows(rows, room-1, counts)
 		}
@@ -119,8 +124,13 @@ func Render(sn Snapshot, f Frame) string {
 			add(r.text)
 		}
 	}
-	if sn.LastLine != "" {
+	if sn.LastLine != "" || len(sn.Notes) > 0 {
 		add("")
+	}
+	for _, n := range sn.Notes {
+		add(st.warn.Render("note: ") + firstLine(n))
+	}
+	if sn.LastLine != "" {
 		add(st.dim.Render("last: ") + sn.LastLine)
 	}
 	if f.Width > 0 {

@@ -62,7 +62,12 @@ type Snapshot struct {
 	Tasks    map[string]Span
 	// LastLine is the plain description of the latest meaningful entry.
 	LastLine string
+	// Notes are the latest free-form messages, oldest first.
+	Notes []string
 }
+
+// maxNotes is how many notes the view keeps.
+const maxNotes = 3
 
 // Sink receives a run's entries and activity. Its methods are safe for
 // concurrent use and never wait on the renderer.
@@ -147,6 +152,19 @@ func (k *Sink) Activity(a Activity) {
 		r.Tokens, r.Last = a.Tokens, "model reply"
 	}
 	k.snap.InFlight[a.ActionID] = r
+}
+
+// Note keeps a free-form message for the view.
+func (k *Sink) Note(msg string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.snap.Version++
+	notes := append(k.snap.Notes, msg)
+	if len(notes) > maxNotes {
+		notes = notes[len(notes)-maxNotes:]
+	}
+	// A fresh slice each time: snapshots share the old one.
+	k.snap.Notes = append([]string(nil), notes...)
 }
 
 // Snapshot copies the latest state out of the sink.
