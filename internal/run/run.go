@@ -72,6 +72,8 @@ type Result struct {
 	State  loop.State
 	// Models says what drove the run.
 	Models string
+	// Report is the path of the run's HTML report, once written.
+	Report string
 }
 
 // Meta is what a run needs to be resumed exactly: written once at start.

@@ -50,7 +50,7 @@ scripted replay served by sluice's fake model server on 127.0.0.1.`,
 					fmt.Fprintf(f.IO.Out, "\nsample repository: %s\n", res.Dir)
 				}
 			}
-			return runcmd.Present(f, p, jsonOut, rr, err)
+			return runcmd.Present(cmd.Context(), f, p, jsonOut, rr, err)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "write the sample repository here instead of a new temporary directory")

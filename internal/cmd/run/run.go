@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sluice-run/sluice/internal/cmdutil"
 	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/report"
 	"github.com/sluice-run/sluice/internal/run"
 	"github.com/sluice-run/sluice/internal/slash"
 	"github.com/sluice-run/sluice/internal/ui"
@@ -96,7 +98,7 @@ limit, or a plan awaiting approval); "sluice resume" continues a paused run.`,
 			}
 			opts.Goal = goal
 			res, err := run.Start(cmd.Context(), opts)
-			return Present(f, p, fl.json, res, err)
+			return Present(cmd.Context(), f, p, fl.json, res, err)
 		},
 	}
 	fl.register(cmd, false)
@@ -127,7 +129,7 @@ awaits approval with --yes.`,
 				id = args[0]
 			}
 			res, err := run.Resume(cmd.Context(), id, opts)
-			return Present(f, p, fl.json, res, err)
+			return Present(cmd.Context(), f, p, fl.json, res, err)
 		},
 	}
 	fl.register(cmd, true)
@@ -197,9 +199,23 @@ func options(ctx context.Context, f *cmdutil.Factory, fl *flags) (run.Options, *
 }
 
 // Present prints where a run ended and turns its status into the exit status.
-func Present(f *cmdutil.Factory, p *ui.RunPrinter, jsonOut bool, res *run.Result, err error) error {
+func Present(ctx context.Context, f *cmdutil.Factory, p *ui.RunPrinter, jsonOut bool, res *run.Result, err error) error {
+	if res != nil && res.RunDir != "" {
+		// Every run leaves a report, whatever its end; a report that cannot
+		// be written is worth a warning, not a failed run.
+		repo := filepath.Dir(filepath.Dir(filepath.Dir(res.RunDir)))
+		path, rerr := report.Write(context.WithoutCancel(ctx), res.RunDir, report.Options{Repo: repo})
+		if rerr != nil {
+			p.Note("warning: " + rerr.Error())
+		} else {
+			res.Report = path
+		}
+	}
 	if res != nil && res.RunID != "" && !jsonOut {
 		ui.Summary(f.IO.Out, res.State, res.Branch, res.RunDir)
+		if res.Report != "" {
+			fmt.Fprintf(f.IO.Out, "  report: %s\n", res.Report)
+		}
 		if res.Models != "" {
 			fmt.Fprintf(f.IO.Out, "  model: %s\n", res.Models)
 		}
