@@ -109,7 +109,7 @@ func Print(w io.Writer, l *run.Loaded) {
 			if t.Reason != "" {
 				line += "  " + t.Reason
 			}
-			fmt.Fprintln(w, line)
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
 		}
 	}
 	if inflight := loop.InFlightActions(s); len(inflight) > 0 {
