@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluice-run/sluice/internal/agents"
+	"github.com/sluice-run/sluice/internal/backend"
 	"github.com/sluice-run/sluice/internal/capability"
 	"github.com/sluice-run/sluice/internal/config"
 	"github.com/sluice-run/sluice/internal/engine"
@@ -466,6 +467,7 @@ func (p *prepared) drive(ctx context.Context, opts Options, st *store.Run, meta 
 		Ask:             opts.Ask,
 		Activity:        opts.Activity,
 	}
+	x.Backend = pickBackend(p.cfg.Backend, opts.Notice)
 	j := &journal{run: st}
 	eng := &engine.Engine{Exec: x, Journal: j, Now: opts.Now, Observe: opts.Observe}
 	if resumed != nil {
@@ -543,4 +545,25 @@ func onceEach(notice func(string)) func(string) {
 			notice(msg)
 		}
 	}
+}
+
+// pickBackend returns the coding-agent CLI that runs delegations, or nil
+// for sluice's own tool loop; a CLI that is not installed falls back to the
+// api backend with a notice.
+func pickBackend(b config.Backend, notice func(string)) backend.Runner {
+	switch b.Kind {
+	case "", backend.KindAPI:
+		return nil
+	case backend.KindClaudeCode, backend.KindCodex:
+		if !backend.Detect(b.Kind, exec.LookPath) {
+			notice(fmt.Sprintf("backend %s is not installed (its binary is not on PATH); running agents with the api backend instead", b.Kind))
+			return nil
+		}
+		if b.Kind == backend.KindClaudeCode {
+			return &backend.ClaudeCode{}
+		}
+		return &backend.Codex{}
+	}
+	notice(fmt.Sprintf("unknown backend %q (use api, claude-code or codex); running agents with the api backend", b.Kind))
+	return nil
 }

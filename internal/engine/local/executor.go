@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice-run/sluice/internal/agentrt"
 	"github.com/sluice-run/sluice/internal/agents"
+	"github.com/sluice-run/sluice/internal/backend"
 	"github.com/sluice-run/sluice/internal/capability"
 	"github.com/sluice-run/sluice/internal/delegate"
 	"github.com/sluice-run/sluice/internal/gates"
@@ -81,6 +82,9 @@ type Executor struct {
 	// CapabilityConfig is capabilities.config from the configuration.
 	CapabilityConfig map[string]map[string]any
 	Schedule         string
+	// Backend runs delegations through a coding-agent CLI (claude-code,
+	// codex); nil runs sluice's own tool loop (the api backend).
+	Backend backend.Runner
 	// FinalGates are run on the merged integration branch in addition to
 	// Gates (capability gates at execute:post and complete).
 	FinalGates []gates.Command
@@ -410,7 +414,12 @@ func (x *Executor) delegate(ctx context.Context, s loop.State, a loop.Action) lo
 	}
 	var transcript bytes.Buffer
 	tw := x.Redactor.Writer(&transcript)
-	res, err := agentrt.Run(ctx, provider, spec, hooks, tw)
+	var res *agentrt.Result
+	if x.Backend != nil {
+		res, err = x.Backend.Run(ctx, root, spec, hooks, tw)
+	} else {
+		res, err = agentrt.Run(ctx, provider, spec, hooks, tw)
+	}
 	_ = tw.Flush()
 	_ = x.Run.WriteFile("transcripts/"+artifactName(a.ID)+".jsonl", transcript.Bytes())
 	mu.Lock()
