@@ -25,10 +25,11 @@ type Options struct {
 	APIKeyEnv  string
 	HTTPClient *http.Client
 	// Timeout bounds a whole Stream call, retries and waits included
-	// (default 10m).
+	// (default 30m, room for a long deep-tier reply).
 	Timeout time.Duration
 	// StallTimeout cuts an attempt that receives no bytes for this long
-	// (default 2m); the attempt is then retried.
+	// (default 3m: reasoning models can think silently for a while); the
+	// attempt is then retried.
 	StallTimeout time.Duration
 	// MaxAttempts bounds the attempts per call (default 5).
 	MaxAttempts int
@@ -42,8 +43,8 @@ type Options struct {
 
 // Defaults for Options.
 const (
-	DefaultTimeout      = 10 * time.Minute
-	DefaultStallTimeout = 2 * time.Minute
+	DefaultTimeout      = 30 * time.Minute
+	DefaultStallTimeout = 3 * time.Minute
 	DefaultMaxAttempts  = 5
 
 	backoffBase = 500 * time.Millisecond
