@@ -13,11 +13,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-run/sluice/internal/cmdutil"
+	"github.com/sluice-run/sluice/internal/engine/local"
 	"github.com/sluice-run/sluice/internal/loop"
 	"github.com/sluice-run/sluice/internal/report"
 	"github.com/sluice-run/sluice/internal/run"
 	"github.com/sluice-run/sluice/internal/slash"
 	"github.com/sluice-run/sluice/internal/ui"
+	"github.com/sluice-run/sluice/internal/ui/live"
 )
 
 // Exit statuses of run and resume.
@@ -88,16 +90,20 @@ limit, or a plan awaiting approval); "sluice resume" continues a paused run.`,
 			if err := fl.validate(); err != nil {
 				return err
 			}
-			opts, p, err := options(cmd.Context(), f, fl)
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			opts, p, stop, err := options(ctx, f, fl, cancel)
 			if err != nil {
 				return err
 			}
 			goal, err := expandGoal(opts.Root, args, p)
 			if err != nil {
+				stop()
 				return err
 			}
 			opts.Goal = goal
-			res, err := run.Start(cmd.Context(), opts)
+			res, err := run.Start(ctx, opts)
+			stop()
 			return Present(cmd.Context(), f, p, fl.json, res, err)
 		},
 	}
@@ -120,7 +126,9 @@ awaits approval with --yes.`,
 			if err := fl.validate(); err != nil {
 				return err
 			}
-			opts, p, err := options(cmd.Context(), f, fl)
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			opts, p, stop, err := options(ctx, f, fl, cancel)
 			if err != nil {
 				return err
 			}
@@ -128,7 +136,8 @@ awaits approval with --yes.`,
 			if len(args) == 1 {
 				id = args[0]
 			}
-			res, err := run.Resume(cmd.Context(), id, opts)
+			res, err := run.Resume(ctx, id, opts)
+			stop()
 			return Present(cmd.Context(), f, p, fl.json, res, err)
 		},
 	}
@@ -153,12 +162,14 @@ func expandGoal(root string, args []string, p *ui.RunPrinter) (string, error) {
 	return goal, nil
 }
 
-func options(ctx context.Context, f *cmdutil.Factory, fl *flags) (run.Options, *ui.RunPrinter, error) {
+// options builds the run's options. On a terminal (without --json) the
+// run is shown in the live view; stop ends it before the summary prints.
+func options(ctx context.Context, f *cmdutil.Factory, fl *flags, cancel context.CancelFunc) (opts run.Options, p *ui.RunPrinter, stop func(), err error) {
 	dir := fl.dir
 	if dir == "" {
 		wd, err := f.Getwd()
 		if err != nil {
-			return run.Options{}, nil, err
+			return run.Options{}, nil, nil, err
 		}
 		dir = wd
 	}
@@ -169,8 +180,8 @@ func options(ctx context.Context, f *cmdutil.Factory, fl *flags) (run.Options, *
 	if fl.json {
 		w = f.IO.Out
 	}
-	p := ui.NewRunPrinter(w, fl.json, time.Now)
-	opts := run.Options{
+	p = ui.NewRunPrinter(w, fl.json, time.Now)
+	opts = run.Options{
 		Root:       dir,
 		Jobs:       fl.jobs,
 		Schedule:   fl.schedule,
@@ -195,7 +206,22 @@ func options(ctx context.Context, f *cmdutil.Factory, fl *flags) (run.Options, *
 			return a == "y" || a == "yes", true
 		}
 	}
-	return opts, p, nil
+	stop = func() {}
+	if f.IO.OutIsTTY && !fl.json {
+		lv := live.New(live.Options{Out: f.IO.Out, In: f.IO.In, Interrupt: cancel})
+		lv.Start()
+		opts.Observe = lv.Entry
+		opts.Activity = func(a local.Activity) { lv.Activity(live.Activity(a)) }
+		opts.Notice = lv.Note
+		if ask := opts.Ask; ask != nil {
+			opts.Ask = func(ctx context.Context, q string) (approve, answered bool) {
+				lv.Hold(func() { approve, answered = ask(ctx, q) })
+				return approve, answered
+			}
+		}
+		stop = func() { _ = lv.Stop() }
+	}
+	return opts, p, stop, nil
 }
 
 // Present prints where a run ended and turns its status into the exit status.
