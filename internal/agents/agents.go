@@ -308,3 +308,26 @@ func (r *Registry) Lookup(name string) (Agent, bool) {
 	a, ok := r.byRole[name]
 	return a, ok
 }
+
+// UseSpecialist makes a specialist agent (one a language manifest names for
+// a role, seed 000) fill role, unless the project overrides that role's
+// prompt itself, which stays the most specific choice. Like an override, a
+// specialist brings its prompt only: the role's contract and tools stay.
+// It reports whether the specialist was taken.
+func (r *Registry) UseSpecialist(role string, a Agent) bool {
+	cur, ok := r.byRole[role]
+	if !ok || cur.Source != SourceBuiltin {
+		return false
+	}
+	base := r.builtin[role]
+	a.Role = role
+	a.Tools = slices.Clone(base.Tools)
+	if a.Tier == "" {
+		a.Tier = base.Tier
+	}
+	if a.Description == "" {
+		a.Description = base.Description
+	}
+	r.byRole[role] = a
+	return true
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -400,5 +401,38 @@ func TestContributionBlockMatchesCapabilityRender(t *testing.T) {
 	parts := System(Agent{Role: delegate.RoleExecutor, Prompt: "P"}, "", []Contribution{{Capability: frag.Capability, Into: frag.Into, Text: frag.Text}})
 	if got, want := parts[len(parts)-1].Text, capability.Render([]capability.Fragment{frag}); got != want {
 		t.Errorf("System block %q != capability.Render %q", got, want)
+	}
+}
+
+func TestUseSpecialistReplacesOnlyTheBuiltinPrompt(t *testing.T) {
+	root := t.TempDir()
+	reg, _, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Agent{Name: "go-reviewer", Prompt: "Review Go code like a gopher.", Tools: []string{"write_file"}, Source: "plugins/go/agents/go-reviewer.md"}
+	if !reg.UseSpecialist("code-reviewer", spec) {
+		t.Fatal("the specialist was not taken over the built-in")
+	}
+	got := reg.ForRole("code-reviewer")
+	builtin, _ := reg.Builtin("code-reviewer")
+	if got.Prompt != spec.Prompt || got.Role != "code-reviewer" || !slices.Equal(got.Tools, builtin.Tools) {
+		t.Fatalf("specialist = %+v, want its prompt with the role's fixed tools %v", got, builtin.Tools)
+	}
+
+	// A project override of the role wins over a manifest's specialist.
+	dir := filepath.Join(root, ".claude", "agents")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mine.md"), []byte("---\nname: mine\nrole: code-reviewer\n---\nThe project's reviewer.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg, _, err = Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.UseSpecialist("code-reviewer", spec) || !strings.Contains(reg.ForRole("code-reviewer").Prompt, "The project's reviewer.") {
+		t.Fatalf("the project override must win: %+v", reg.ForRole("code-reviewer"))
 	}
 }

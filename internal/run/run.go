@@ -410,6 +410,22 @@ func (p *prepared) drive(ctx context.Context, opts Options, st *store.Run, meta 
 	for _, w := range warnings {
 		opts.Notice("warning: " + w.String())
 	}
+	// The specialists the language manifest names (seed 000) fill their
+	// roles, prompt only.
+	for _, role := range []string{loop.RoleCodeReviewer, loop.RoleDesignSpec} {
+		r, ok := p.resolved.Roles[role]
+		if !ok || r.Kind != "agent" || r.Path == "" {
+			continue
+		}
+		a, err := agents.LoadFile(r.Path)
+		if err != nil {
+			opts.Notice(fmt.Sprintf("warning: the %s specialist %s: %v; using the built-in agent", role, r.Ref, err))
+			continue
+		}
+		if reg.UseSpecialist(role, a) {
+			opts.Notice(fmt.Sprintf("%s: %s (from the language manifest)", role, r.Ref))
+		}
+	}
 	userDir := userConfigDir(opts.Getenv)
 	inst, err := instructions.Load(p.root, userDir, p.cfg.Instructions.TokenBudget)
 	if err != nil {
