@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-run/sluice/internal/engine/local"
 	"github.com/sluice-run/sluice/internal/gates"
 	"github.com/sluice-run/sluice/internal/gitx"
+	"github.com/sluice-run/sluice/internal/grid"
 	"github.com/sluice-run/sluice/internal/instructions"
 	"github.com/sluice-run/sluice/internal/loop"
 	"github.com/sluice-run/sluice/internal/redact"
@@ -218,6 +219,8 @@ type prepared struct {
 	resolved  *resolve.Result
 	// capabilities are all the capabilities the project can see.
 	capabilities []capability.Capability
+	// grid is the project's gate grid (sluice init), nil when it has none.
+	grid *grid.Grid
 	unlock       func() error
 }
 
@@ -243,6 +246,13 @@ func prepare(ctx context.Context, opts Options) (*prepared, error) {
 		return nil, err
 	}
 	sluiceDir := filepath.Join(root, ".sluice")
+	g, err := grid.Load(sluiceDir)
+	switch {
+	case errors.Is(err, grid.ErrNoGrid):
+		g = nil
+	case err != nil:
+		return nil, fmt.Errorf("the gate grid cannot be used, so no run starts: %w", err)
+	}
 	if err := excludeSluiceDirs(repo); err != nil {
 		return nil, err
 	}
@@ -250,7 +260,7 @@ func prepare(ctx context.Context, opts Options) (*prepared, error) {
 	if err != nil {
 		return nil, fmt.Errorf("another sluice run is driving this repository: %w", err)
 	}
-	return &prepared{repo: repo, root: root, sluiceDir: sluiceDir, runsDir: filepath.Join(sluiceDir, "runs"), cfg: cfg, resolved: res, capabilities: caps, unlock: unlock}, nil
+	return &prepared{repo: repo, root: root, sluiceDir: sluiceDir, runsDir: filepath.Join(sluiceDir, "runs"), cfg: cfg, resolved: res, capabilities: caps, grid: g, unlock: unlock}, nil
 }
 
 // loadCapabilities finds every capability the project can see and checks
@@ -362,6 +372,26 @@ func firstString(v ...string) string {
 	return ""
 }
 
+// gridCommands are the command clauses of one arrow of the grid at depth,
+// each command once (a clause that repeats another's command, like the full
+// suite beside the test gate, adds nothing to run).
+func gridCommands(g *grid.Grid, arrow, depth string, exts []string) []gates.Command {
+	var out []gates.Command
+	seen := map[string]bool{}
+	for _, c := range g.Clauses(arrow, depth) {
+		if c.Kind != "command" || c.Command == "" || seen[c.Command] {
+			continue
+		}
+		seen[c.Command] = true
+		cmd := gates.Command{Name: c.ID, Command: c.Command}
+		if cmd.PerFile() {
+			cmd.Extensions = exts
+		}
+		out = append(out, cmd)
+	}
+	return out
+}
+
 // gateCommands is what every task is held to: the resolved quality gates
 // with config overrides, plus the project's own command clauses. A gate that
 // names a skill or an agent (/plugin:skill, @plugin:agent) is a review, not a
@@ -441,10 +471,14 @@ func (p *prepared) drive(ctx context.Context, opts Options, st *store.Run, meta 
 		return nil, fmt.Errorf("create the run's temp dir: %w", err)
 	}
 	active := activeCapabilities(p.capabilities, s.Settings.Capabilities)
-	taskGates := gateCommands(p.resolved, p.cfg)
+	taskGates, finalGates := gateCommands(p.resolved, p.cfg), []gates.Command(nil)
 	var exts []string
 	if len(taskGates) > 0 {
 		exts = taskGates[0].Extensions
+	}
+	if p.grid != nil {
+		taskGates = gridCommands(p.grid, "implementer->integrator", s.Settings.Depth, exts)
+		finalGates = gridCommands(p.grid, "integrator->done", s.Settings.Depth, exts)
 	}
 	capTask, capFinal := local.CapabilityGates(active, exts)
 	redactor := redact.FromEnv(opts.Environ)
@@ -452,7 +486,7 @@ func (p *prepared) drive(ctx context.Context, opts Options, st *store.Run, meta 
 		Capabilities:     active,
 		CapabilityConfig: p.cfg.Capabilities.Config,
 		Schedule:         s.Settings.Schedule,
-		FinalGates:       capFinal,
+		FinalGates:       append(finalGates, capFinal...),
 		RunID:            meta.RunID,
 		Repo:             p.repo,
 		Run:              st,

@@ -216,7 +216,7 @@ func (x *Executor) judge(results []gates.Result) (bool, []loop.GateSummary) {
 	for _, r := range results {
 		g := loop.GateSummary{Name: r.Name, Command: r.Command, Passed: r.Passed, Skipped: r.Skipped, OutputTail: r.OutputTail}
 		if !r.Passed && !r.Skipped {
-			if t0, ok := base[r.Name]; ok {
+			if t0, ok := baselineOf(base, r); ok {
 				v := gates.Judge(t0, r)
 				g.Passed = v.Pass
 				g.Note = v.Reason
@@ -228,6 +228,21 @@ func (x *Executor) judge(results []gates.Result) (bool, []loop.GateSummary) {
 		out = append(out, g)
 	}
 	return pass, out
+}
+
+// baselineOf finds the T0 result of a gate: by name, or else by command
+// (the final gates of the integration branch run the task gates' commands
+// under other names).
+func baselineOf(base map[string]gates.Result, r gates.Result) (gates.Result, bool) {
+	if t0, ok := base[r.Name]; ok {
+		return t0, true
+	}
+	for _, t0 := range base {
+		if t0.Command == r.Command {
+			return t0, true
+		}
+	}
+	return gates.Result{}, false
 }
 
 // --- worktrees, gates, merges -------------------------------------------
