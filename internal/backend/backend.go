@@ -16,11 +16,11 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 
 	"github.com/sluice-run/sluice/internal/agentrt"
 	"github.com/sluice-run/sluice/internal/delegate"
 	"github.com/sluice-run/sluice/internal/model"
+	"github.com/sluice-run/sluice/internal/tailbuf"
 )
 
 // Backend kinds, as config names them.
@@ -198,7 +198,7 @@ func writeEnd(w io.Writer, res *agentrt.Result, f *agentrt.Failure) {
 func runProcess(cmd *exec.Cmd, prompt string, transcript io.Writer, onEvent func(line []byte)) (stderrTail string, err error) {
 	setProcessGroup(cmd)
 	cmd.Stdin = strings.NewReader(prompt)
-	stderr := &tailBuffer{max: 8192}
+	stderr := tailbuf.New(8192)
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -226,32 +226,9 @@ func runProcess(cmd *exec.Cmd, prompt string, transcript io.Writer, onEvent func
 	}
 	waitErr := cmd.Wait()
 	if scanErr != nil {
-		return stderr.String(), fmt.Errorf("reading the event stream of %s: %w", cmd.Path, scanErr)
+		return strings.TrimSpace(stderr.String()), fmt.Errorf("reading the event stream of %s: %w", cmd.Path, scanErr)
 	}
-	return stderr.String(), waitErr
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = t.b[over:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
+	return strings.TrimSpace(stderr.String()), waitErr
 }
 
 func withStderr(msg, stderr string) string {

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	"github.com/sluice-run/sluice/internal/tailbuf"
 	"github.com/sluice-run/sluice/internal/testparse"
 )
 
@@ -284,7 +284,7 @@ func (r *Runner) exec(ctx context.Context, dir, line string, parse parser, treeK
 	cmd.Env = append(os.Environ(), r.Env...)
 	setProcessGroup(cmd)
 	cmd.WaitDelay = 5 * time.Second
-	tail := &tailBuffer{max: tailSize}
+	tail := tailbuf.New(tailSize)
 	var stdout bytes.Buffer
 	if parse != nil {
 		cmd.Stdout, cmd.Stderr = &stdout, tail
@@ -322,7 +322,7 @@ func (r *Runner) exec(ctx context.Context, dir, line string, parse parser, treeK
 				text = rep.Output
 			}
 		}
-		res.OutputTail = lastBytes(text+tail.String(), tailSize)
+		res.OutputTail = tailbuf.Last(text+tail.String(), tailSize)
 	}
 
 	// A cancelled run says nothing about the tree, and a timeout may be the
@@ -340,39 +340,4 @@ func (r *Runner) logger() *slog.Logger {
 		return r.Log
 	}
 	return slog.Default()
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return lastBytes(string(t.buf), t.max)
-}
-
-// lastBytes returns the last n bytes of s, starting at a rune boundary.
-func lastBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[len(s)-n:]
-	for len(s) > 0 && !utf8.RuneStart(s[0]) {
-		s = s[1:]
-	}
-	return s
 }

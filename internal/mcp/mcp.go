@@ -12,12 +12,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sluice-run/sluice/internal/model"
+	"github.com/sluice-run/sluice/internal/tailbuf"
 	"github.com/sluice-run/sluice/internal/tools"
 )
 
@@ -85,7 +85,7 @@ func (s *Set) start(ctx context.Context, dir, name string, sc ServerConfig) erro
 	cmd := exec.Command(sc.Command, sc.Args...)
 	cmd.Dir = dir
 	cmd.Env = serverEnv(os.Environ(), sc.Env)
-	stderr := &tailBuffer{max: 4096}
+	stderr := tailbuf.New(4096)
 	cmd.Stderr = stderr
 
 	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
@@ -93,12 +93,12 @@ func (s *Set) start(ctx context.Context, dir, name string, sc ServerConfig) erro
 	client := sdk.NewClient(&sdk.Implementation{Name: "sluice", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
 	if err != nil {
-		return fmt.Errorf("mcp server %q (%s): starting %s: %w%s", name, ConfigFile, sc.Command, err, stderr.note())
+		return fmt.Errorf("mcp server %q (%s): starting %s: %w%s", name, ConfigFile, sc.Command, err, stderrNote(stderr))
 	}
 	var found []tools.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return errors.Join(fmt.Errorf("mcp server %q (%s): listing tools: %w%s", name, ConfigFile, err, stderr.note()), cs.Close())
+			return errors.Join(fmt.Errorf("mcp server %q (%s): listing tools: %w%s", name, ConfigFile, err, stderrNote(stderr)), cs.Close())
 		}
 		mt, err := newTool(cs, name, t)
 		if err != nil {
@@ -231,28 +231,10 @@ func renderContent(res *sdk.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-// tailBuffer keeps the last max bytes written to it: a server's stderr, for
-// the error when it fails to start.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = t.b[over:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) note() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(t.b))
+// stderrNote is the end of a server's stderr, for the error when it fails
+// to start.
+func stderrNote(t *tailbuf.Buffer) string {
+	s := strings.TrimSpace(t.String())
 	if s == "" {
 		return ""
 	}
