@@ -461,7 +461,9 @@ func Listen(ctx context.Context, addr string, srv *Server) (baseURL string, stop
 	go func() { served <- hs.Serve(ln) }()
 	var once sync.Once
 	var stopErr error
-	stop = func() error {
+	// closeServer is its own variable, not stop: the AfterFunc goroutine
+	// must not read a variable this function goes on to assign.
+	closeServer := func() error {
 		once.Do(func() {
 			stopErr = hs.Close()
 			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) && stopErr == nil {
@@ -470,11 +472,10 @@ func Listen(ctx context.Context, addr string, srv *Server) (baseURL string, stop
 		})
 		return stopErr
 	}
-	unregister := context.AfterFunc(ctx, func() { _ = stop() })
-	plainStop := stop
+	unregister := context.AfterFunc(ctx, func() { _ = closeServer() })
 	stop = func() error {
 		unregister()
-		return plainStop()
+		return closeServer()
 	}
 	return "http://" + ln.Addr().String(), stop, nil
 }
