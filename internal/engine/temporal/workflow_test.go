@@ -1,0 +1,378 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/sluice-run/sluice/internal/engine"
+	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/plan"
+)
+
+// stubExec answers every action successfully unless told otherwise, and
+// counts calls and completed delegations by action id.
+type stubExec struct {
+	plan *plan.Plan
+
+	mu        sync.Mutex
+	calls     map[string]int
+	completed map[string]int
+	// failGates makes a task's gates fail on the attempts listed.
+	failGates map[string]map[int]bool
+	// budgetOn makes the delegation with this action id run out of budget.
+	budgetOn string
+	// interruptOnce makes the first call of this action id end as a killed
+	// worker's delegation does (cancelled, nothing completed).
+	interruptOnce string
+	// tokens is what every delegation spends.
+	tokens int64
+}
+
+func newStub(p *plan.Plan) *stubExec {
+	return &stubExec{plan: p, calls: map[string]int{}, completed: map[string]int{}}
+}
+
+func (f *stubExec) Execute(ctx context.Context, s loop.State, a loop.Action) loop.Event {
+	f.mu.Lock()
+	f.calls[a.ID]++
+	n := f.calls[a.ID]
+	f.mu.Unlock()
+	ev := loop.Event{ActionID: a.ID}
+	switch a.Type {
+	case loop.ActBaseline:
+		ev.Type = loop.EvBaselineDone
+	case loop.ActWorktree:
+		ev.Type, ev.Branch, ev.Worktree = loop.EvWorktreeReady, a.Branch, "/wt/"+a.TaskID
+	case loop.ActGates:
+		if s.Tasks[a.TaskID].Worktree != "/wt/"+a.TaskID {
+			// The view must carry the action's own task in full.
+			return loop.Event{Type: loop.EvActionError, Detail: "the view lost the task's worktree"}
+		}
+		ev.Type, ev.Passed, ev.Changed = loop.EvGatesEvaluated, !f.failGates[a.TaskID][a.Attempt], []string{a.TaskID + ".go"}
+		if !ev.Passed {
+			ev.Gates = []loop.GateSummary{{Name: "test", Command: "go test ./...", OutputTail: "FAIL"}}
+		}
+	case loop.ActMerge:
+		ev.Type, ev.Head = loop.EvMerged, "merge-"+a.TaskID
+	case loop.ActFinalVerify:
+		ev.Type, ev.Passed = loop.EvFinalVerified, true
+	case loop.ActDelegate:
+		if a.ID == f.budgetOn {
+			return loop.Event{Type: loop.EvDelegationFail, Reason: loop.ReasonBudget, Detail: "100 of 100 tokens used", Usage: loop.Usage{Tokens: 100, Calls: 1}}
+		}
+		if a.ID == f.interruptOnce && n == 1 {
+			return loop.Event{Type: loop.EvDelegationFail, Reason: loop.ReasonCancelled, Detail: "the worker stopped"}
+		}
+		ev.Type = loop.EvDelegationDone
+		ev.Usage = loop.Usage{Tokens: f.tokens, Calls: 1}
+		switch a.Role {
+		case loop.RolePlanner:
+			ev.Output, _ = json.Marshal(map[string]any{"plan": f.plan})
+		case loop.RoleCritic:
+			ev.Output = json.RawMessage(`{"verdict":"APPROVE"}`)
+		case loop.RoleExecutor:
+			ev.Output = json.RawMessage(`{"status":"COMPLETE"}`)
+		case loop.RoleVerifier:
+			ev.Output = json.RawMessage(`{"verdict":"PASS"}`)
+		default:
+			ev.Output = json.RawMessage(`{"summary":"ok"}`)
+		}
+		f.mu.Lock()
+		f.completed[a.ID]++
+		f.mu.Unlock()
+	}
+	return ev
+}
+
+type stubSource struct{ x engine.Executor }
+
+func (s stubSource) Executor(context.Context, string, loop.State) (engine.Executor, error) {
+	return s.x, nil
+}
+
+func chainPlan(n int) *plan.Plan {
+	p := &plan.Plan{}
+	for i := 0; i < n; i++ {
+		t := plan.Task{ID: fmt.Sprintf("t%d", i), FilesToModify: []string{fmt.Sprintf("f%d.go", i)}, AcceptanceCriteria: []string{"ok"}}
+		if i > 0 && i%2 == 0 {
+			t.DependsOn = []string{fmt.Sprintf("t%d", i-1)}
+		}
+		p.Tasks = append(p.Tasks, t)
+	}
+	return p
+}
+
+func testSettings(jobs int) loop.Settings {
+	return loop.Settings{Goal: "g", ResearchPasses: 1, CriticMaxIterations: 3, TaskRetries: 2, Jobs: jobs, AutoApprove: true}
+}
+
+type result struct {
+	state   loop.State
+	err     error
+	journal []loop.Entry
+}
+
+func runWorkflow(t *testing.T, x engine.Executor, in RunInput, during func(env *testsuite.TestWorkflowEnvironment)) result {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(30 * time.Second)
+	Register(env, &Activities{Source: stubSource{x}, HeartbeatEvery: time.Millisecond})
+	if during != nil {
+		during(env)
+	}
+	env.ExecuteWorkflow(WorkflowName, in)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	var r result
+	if r.err = env.GetWorkflowError(); r.err == nil {
+		if err := env.GetWorkflowResult(&r.state); err != nil {
+			t.Fatalf("decode the workflow result: %v", err)
+		}
+	}
+	v, err := env.QueryWorkflow(QueryJournal, 0)
+	if err != nil {
+		t.Fatalf("query the journal: %v", err)
+	}
+	var page JournalPage
+	if err := v.Get(&page); err != nil {
+		t.Fatalf("decode the journal page: %v", err)
+	}
+	r.journal = page.Entries
+	return r
+}
+
+func encode(t *testing.T, s loop.State) string {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+type memJournal struct{ entries []loop.Entry }
+
+func (j *memJournal) Record(e loop.Entry, _ time.Time) error {
+	j.entries = append(j.entries, e)
+	return nil
+}
+func (j *memJournal) Snapshot(loop.State) error { return nil }
+
+// TestGreenPlanMatchesTheLocalEngine: the workflow runs a plan to done and
+// ends in exactly the state the local engine reaches with the same
+// executor; its journal folds to that state.
+func TestGreenPlanMatchesTheLocalEngine(t *testing.T) {
+	in := RunInput{RunID: "r1", Settings: testSettings(1)}
+	r := runWorkflow(t, newStub(chainPlan(4)), in, nil)
+	if r.err != nil || r.state.Status != loop.StatusDone {
+		t.Fatalf("status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+	local := &engine.Engine{Exec: newStub(chainPlan(4)), Journal: &memJournal{}, Now: time.Now}
+	want, err := local.Run(context.Background(), loop.New("r1", testSettings(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := encode(t, r.state); got != encode(t, want) {
+		t.Fatalf("the workflow's state differs from the local engine's:\n got %s\nwant %s", got, encode(t, want))
+	}
+	if folded := loop.Fold(loop.New("r1", testSettings(1)), r.journal); encode(t, folded) != encode(t, r.state) {
+		t.Fatal("the journal query does not fold to the workflow's result")
+	}
+}
+
+// TestParallelPlanMerges: with several jobs every task still merges once.
+func TestParallelPlanMerges(t *testing.T) {
+	x := newStub(chainPlan(6))
+	r := runWorkflow(t, x, RunInput{RunID: "r2", Settings: testSettings(3)}, nil)
+	if r.err != nil || r.state.Status != loop.StatusDone {
+		t.Fatalf("status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+	for _, id := range r.state.Order {
+		if n := x.calls[fmt.Sprintf("task/%s/a1/merge", id)]; n != 1 {
+			t.Errorf("task %s merged %d times", id, n)
+		}
+	}
+}
+
+// TestFailedGatesRetryTheTask: a gate failure is not retried by Temporal
+// (non-retryable) but handed to the reducer, which runs a second attempt
+// with the failure as its previous_failure.
+func TestFailedGatesRetryTheTask(t *testing.T) {
+	x := newStub(chainPlan(2))
+	x.failGates = map[string]map[int]bool{"t1": {1: true}}
+	r := runWorkflow(t, x, RunInput{RunID: "r3", Settings: testSettings(2)}, nil)
+	if r.err != nil || r.state.Status != loop.StatusDone {
+		t.Fatalf("status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+	t1 := r.state.Tasks["t1"]
+	if t1.Status != loop.TaskMerged || t1.Attempt != 2 || len(t1.Failures) != 1 {
+		t.Fatalf("t1: status %s attempt %d failures %d", t1.Status, t1.Attempt, len(t1.Failures))
+	}
+	if !strings.Contains(strings.Join(t1.Failures[0].SpecificFailures, "\n"), "go test ./...") {
+		t.Fatalf("the failure does not carry the gate: %+v", t1.Failures[0])
+	}
+	if n := x.calls["task/t1/a1/gates"]; n != 1 {
+		t.Fatalf("failed gates ran %d times; a gate failure must not be retried by Temporal", n)
+	}
+	if x.completed["task/t1/a2/execute"] != 1 {
+		t.Fatal("the second attempt's executor did not run")
+	}
+}
+
+// TestBudgetExhaustionPausesTheRun: a delegation that runs out of budget is
+// not retried, and the run pauses with the budget reason, as in the local
+// engine.
+func TestBudgetExhaustionPausesTheRun(t *testing.T) {
+	x := newStub(chainPlan(2))
+	x.budgetOn = "critique/i1"
+	r := runWorkflow(t, x, RunInput{RunID: "r4", Settings: testSettings(1)}, nil)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.state.Status != loop.StatusPaused || !strings.Contains(r.state.Reason, "budget exhausted") {
+		t.Fatalf("status %s reason %q", r.state.Status, r.state.Reason)
+	}
+	if n := x.calls["critique/i1"]; n != 1 {
+		t.Fatalf("the budget-exhausted delegation ran %d times", n)
+	}
+	if r.state.Usage.Tokens != 100 {
+		t.Fatalf("usage %d tokens, want the failed call's 100 counted", r.state.Usage.Tokens)
+	}
+}
+
+// TestBudgetLimitStopsNewWork: the reducer's own budget check pauses the
+// run once spending reaches the limit, and no further delegation starts.
+func TestBudgetLimitStopsNewWork(t *testing.T) {
+	x := newStub(chainPlan(2))
+	x.tokens = 60
+	set := testSettings(1)
+	set.Budget = loop.Budget{Tokens: 100}
+	r := runWorkflow(t, x, RunInput{RunID: "r5", Settings: set}, nil)
+	if r.err != nil || r.state.Status != loop.StatusPaused {
+		t.Fatalf("status %s err %v", r.state.Status, r.err)
+	}
+	if got := len(x.completed); got != 2 {
+		t.Fatalf("%d delegations completed; want 2 (research, plan) before the 100-token limit", got)
+	}
+}
+
+// TestWorkerCrashMidDelegation: a delegation cut short (its worker died)
+// is retried by Temporal, completes once, and costs the task no attempt.
+func TestWorkerCrashMidDelegation(t *testing.T) {
+	x := newStub(chainPlan(2))
+	x.interruptOnce = "task/t0/a1/execute"
+	r := runWorkflow(t, x, RunInput{RunID: "r6", Settings: testSettings(1)}, nil)
+	if r.err != nil || r.state.Status != loop.StatusDone {
+		t.Fatalf("status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+	if n := x.calls["task/t0/a1/execute"]; n != 2 {
+		t.Fatalf("the interrupted delegation ran %d times, want 2 (the crash, the retry)", n)
+	}
+	if n := x.completed["task/t0/a1/execute"]; n != 1 {
+		t.Fatalf("the delegation completed %d times, want exactly once", n)
+	}
+	if t0 := r.state.Tasks["t0"]; t0.Attempt != 1 || len(t0.Failures) != 0 {
+		t.Fatalf("t0 attempt %d failures %v: a crashed worker must not cost an attempt", t0.Attempt, t0.Failures)
+	}
+	for _, e := range r.journal {
+		if e.Event != nil && e.Event.ActionID == "task/t0/a1/execute" && e.Event.Type != loop.EvDelegationDone {
+			t.Fatalf("the journal holds the crash as an event: %+v", e.Event)
+		}
+	}
+}
+
+// TestApprovalSignal: waiting for approval, the status query shows the run
+// in its approval phase; the approve signal starts execution.
+func TestApprovalSignal(t *testing.T) {
+	set := testSettings(1)
+	set.AutoApprove = false
+	var phase loop.Phase
+	r := runWorkflow(t, newStub(chainPlan(2)), RunInput{RunID: "r7", Settings: set, WaitForApproval: true}, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(func() {
+			v, err := env.QueryWorkflow(QueryStatus)
+			if err != nil {
+				t.Errorf("query status: %v", err)
+				return
+			}
+			var s loop.State
+			if err := v.Get(&s); err != nil {
+				t.Errorf("decode status: %v", err)
+			}
+			phase = s.Phase
+			env.SignalWorkflow(SignalApprove, Approval{Approve: true})
+		}, time.Hour)
+	})
+	if phase != loop.PhaseApproval {
+		t.Fatalf("phase while waiting: %q", phase)
+	}
+	if r.err != nil || r.state.Status != loop.StatusDone {
+		t.Fatalf("status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+}
+
+// TestRejectionFailsTheRun: a rejected plan fails the run with the detail.
+func TestRejectionFailsTheRun(t *testing.T) {
+	set := testSettings(1)
+	set.AutoApprove = false
+	r := runWorkflow(t, newStub(chainPlan(2)), RunInput{RunID: "r8", Settings: set, WaitForApproval: true}, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(func() {
+			env.SignalWorkflow(SignalApprove, Approval{Approve: false, Detail: "too big"})
+		}, time.Minute)
+	})
+	if r.err != nil || r.state.Status != loop.StatusFailed || !strings.Contains(r.state.Reason, "too big") {
+		t.Fatalf("status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+}
+
+// TestApprovalPausesWithoutAWaiter: non-interactive, the run pauses at the
+// approval with the question in flight, and resuming with --yes (the
+// resumed event) from the journal finishes it.
+func TestApprovalPausesWithoutAWaiter(t *testing.T) {
+	set := testSettings(1)
+	set.AutoApprove = false
+	x := newStub(chainPlan(2))
+	r := runWorkflow(t, x, RunInput{RunID: "r9", Settings: set}, nil)
+	if r.err != nil || r.state.Status != loop.StatusPaused || !strings.Contains(r.state.Reason, "sluice resume --yes") {
+		t.Fatalf("status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+	s := loop.Fold(loop.New("r9", set), r.journal)
+	s = loop.Apply(s, loop.Event{Type: loop.EvResumed, Approve: true})
+	r2 := runWorkflow(t, x, RunInput{RunID: "r9", Settings: set, State: &s}, nil)
+	if r2.err != nil || r2.state.Status != loop.StatusDone {
+		t.Fatalf("resumed: status %s (%s), err %v", r2.state.Status, r2.state.Reason, r2.err)
+	}
+	if n := x.completed["plan/i1"]; n != 1 {
+		t.Fatalf("the resume planned again (%d plans)", n)
+	}
+}
+
+// TestViewKeepsPayloadsSmall: an action's view holds its own task in full
+// and only the status of the others.
+func TestViewKeepsPayloadsSmall(t *testing.T) {
+	s := loop.State{
+		Tasks: map[string]*loop.TaskState{
+			"a": {ID: "a", Status: loop.TaskRunning, Executor: json.RawMessage(`{"summary":"long"}`), Worktree: "/wt/a"},
+			"b": {ID: "b", Status: loop.TaskMerged, Executor: json.RawMessage(`{"summary":"long"}`), Changed: []string{"x.go"}},
+		},
+		InFlight: map[string]loop.Action{"x": {ID: "x"}},
+	}
+	v := View(s, loop.Action{ID: "task/a/a1/gates", TaskID: "a"})
+	if v.Tasks["a"].Worktree != "/wt/a" || len(v.Tasks["a"].Executor) == 0 {
+		t.Fatal("the view dropped the action's own task")
+	}
+	if b := v.Tasks["b"]; b.Status != loop.TaskMerged || b.Executor != nil || b.Changed != nil {
+		t.Fatalf("the view kept another task's results: %+v", b)
+	}
+	if v.InFlight != nil || s.Tasks["b"].Executor == nil {
+		t.Fatal("the view kept the in-flight set, or changed the state it was made from")
+	}
+}
