@@ -11,6 +11,7 @@
 //   - JUnit XML: "classname::name", or "name" when classname is empty
 //     (pytest collection errors).
 //   - TAP: the names of enclosing subtests and the test joined with " > ".
+//   - cargo test: "<binary> (<source>) <test path>"; see CargoTest.
 package testparse
 
 import (

@@ -154,3 +154,62 @@ func TestTAPDirectives(t *testing.T) {
 		t.Errorf("no results: err = %v", err)
 	}
 }
+
+func TestCargoTestRecorded(t *testing.T) {
+	rep, err := CargoTest(open(t, "cargo_test.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"it (tests/it.rs) adds_wrongly",
+		// The doctest's name has spaces and parentheses.
+		"tiny (doctests) src/lib.rs - add (line 3)",
+		"tiny (src/lib.rs) tests::adds_wrongly",
+		// An index out of bounds: a panic, not an assertion.
+		"tiny (src/lib.rs) tests::panics",
+	}
+	if !slices.Equal(rep.Failing, want) {
+		t.Errorf("Failing = %q\nwant     %q", rep.Failing, want)
+	}
+	// Passed: tests::adds, it's adds; the ignored test counts as neither.
+	if rep.Passed != 2 || rep.Failed != 4 {
+		t.Errorf("Passed, Failed = %d, %d; want 2, 4", rep.Passed, rep.Failed)
+	}
+}
+
+func TestCargoTestEdgeCases(t *testing.T) {
+	// stdout alone: no "Running" lines, bare test paths; a name only in the
+	// "failures:" list (its "... FAILED" line garbled by --nocapture
+	// output) still counts.
+	in := "\nrunning 3 tests\ntest a::ok ... ok\ntest a::bad ... FAILED\ntest a::noisy ... printed textFAILED\n\n" +
+		"failures:\n\n---- a::bad stdout ----\n    indented output, not a name\n\nfailures:\n    a::bad\n    a::noisy\n\n" +
+		"test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n"
+	rep, err := CargoTest(strings.NewReader(in))
+	if err != nil || !slices.Equal(rep.Failing, []string{"a::bad", "a::noisy"}) || rep.Passed != 1 {
+		t.Errorf("stdout only: %+v, %v", rep, err)
+	}
+
+	// A binary that aborts mid-run prints no "test result": the binary
+	// itself is failing, so its hidden tests cannot drop out of the set.
+	in = "     Running unittests src/lib.rs (target/debug/deps/tiny-0123456789abcdef)\n\nrunning 2 tests\n" +
+		"error: test failed, to rerun pass `--lib`\n\nCaused by:\n  process didn't exit successfully: (signal: 6, SIGABRT)\n"
+	rep, err = CargoTest(strings.NewReader(in))
+	if err != nil || !slices.Equal(rep.Failing, []string{"tiny (src/lib.rs)"}) {
+		t.Errorf("aborted binary: %q, %v", rep.Failing, err)
+	}
+
+	// A crate that does not compile.
+	rep, err = CargoTest(strings.NewReader("error[E0425]: cannot find value `x`\nerror: could not compile `tiny` (lib test) due to 1 previous error\n"))
+	if err != nil || !slices.Equal(rep.Failing, []string{"tiny (build)"}) {
+		t.Errorf("build failure: %q, %v", rep.Failing, err)
+	}
+
+	// A summary counting more failures than it names is refused.
+	in = "running 2 tests\ntest a ... FAILED\n\ntest result: FAILED. 0 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n"
+	if _, err := CargoTest(strings.NewReader(in)); err == nil {
+		t.Error("a summary with an unnamed failure parsed")
+	}
+	if _, err := CargoTest(strings.NewReader("warning: unused variable\n")); !errors.Is(err, ErrNoResults) {
+		t.Errorf("no results: err = %v, want ErrNoResults", err)
+	}
+}
