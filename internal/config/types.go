@@ -14,6 +14,15 @@ type Config struct {
 	Gates        Gates             `yaml:"gates" json:"gates"`
 	Instructions Instructions      `yaml:"instructions" json:"instructions"`
 	Capabilities Capabilities      `yaml:"capabilities" json:"capabilities"`
+	MCP          MCP               `yaml:"mcp" json:"mcp"`
+}
+
+// MCP offers the tools of the project's MCP servers (.mcp.json) to agents.
+type MCP struct {
+	// Roles are the agent roles that get MCP tools; empty: none.
+	Roles []string `yaml:"roles,omitempty" json:"roles,omitempty"`
+	// Servers limits which servers of .mcp.json start; empty: all.
+	Servers []string `yaml:"servers,omitempty" json:"servers,omitempty"`
 }
 
 // Models maps tiers to providers and models, and models to prices.

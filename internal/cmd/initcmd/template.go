@@ -159,6 +159,12 @@ capabilities:
 #  enabled: {{y .Capabilities.Enabled}}
 # config: per-capability settings, by capability name.
 #  config: {}
+
+# mcp: tools of the MCP servers in .mcp.json (Claude Code's format, stdio).
+mcp:
+# roles: agent roles offered the servers' tools, e.g. roles: [executor, researcher];
+# none by default.
+# servers: which servers of .mcp.json to start, e.g. servers: [github]; all by default.
 `
 
 // renderConfig renders the commented configuration with defaults' values.

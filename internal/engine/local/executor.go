@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -82,6 +83,11 @@ type Executor struct {
 	// CapabilityConfig is capabilities.config from the configuration.
 	CapabilityConfig map[string]map[string]any
 	Schedule         string
+	// MCPTools are the tools of the project's MCP servers, offered to the
+	// roles in MCPRoles.
+	MCPTools []tools.Tool
+	MCPRoles []string
+
 	// Backend runs delegations through a coding-agent CLI (claude-code,
 	// codex); nil runs sluice's own tool loop (the api backend).
 	Backend backend.Runner
@@ -392,6 +398,9 @@ func (x *Executor) delegate(ctx context.Context, s loop.State, a loop.Action) lo
 	toolset, err := tools.New(opts)
 	if err != nil {
 		return fail("invalid_delegation", err.Error(), loop.Usage{})
+	}
+	if slices.Contains(x.MCPRoles, a.Role) {
+		toolset = append(toolset, x.MCPTools...)
 	}
 	agent := x.Agents.ForRole(a.Role)
 	var task = taskOf(s, a.TaskID)
