@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -56,7 +57,9 @@ type Result struct {
 	// Command is the gate's command as configured (with {files}).
 	Command string `json:"command"`
 	// Ran is the shell line that actually ran, after {files} expansion and
-	// -json for go test; empty when skipped.
+	// the flags that make a test runner's results readable (go test -json,
+	// pytest --junitxml="$SLUICE_GATE_REPORT", cargo test --no-fail-fast);
+	// empty when skipped.
 	Ran      string `json:"ran,omitempty"`
 	Passed   bool   `json:"passed"`
 	Skipped  bool   `json:"skipped,omitempty"`
@@ -231,25 +234,56 @@ func ShellQuote(path string) string {
 	return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
 }
 
-// parser reads a command's stdout into a test report.
-type parser func(stdout []byte) (testparse.Report, error)
+// ReportEnv names the environment variable that holds the path a test
+// runner writes its JUnit XML report to: a file in a fresh temporary
+// directory outside the worktree, removed after the run. The prepared
+// command line refers to it rather than to the path itself so the line, and
+// with it the cache key, is the same on every run.
+const ReportEnv = "SLUICE_GATE_REPORT"
+
+// parsing says how a recognized test runner's results are read.
+type parsing struct {
+	// report: the runner writes a JUnit XML file at $SLUICE_GATE_REPORT;
+	// otherwise parse reads its stdout.
+	report bool
+	// merged: stdout and stderr are one stream, which parse reads (cargo
+	// names each test binary on stderr and its results on stdout).
+	merged bool
+	// exitOK lists the exit statuses whose results can be trusted to name
+	// every failure; nil trusts all.
+	exitOK []int
+	parse  func([]byte) (testparse.Report, error)
+}
 
 // prepare recognizes the test runners whose output sluice can parse when it
 // is the whole command (no pipes, lists or redirections that would change
-// what the output is) and asks them for machine-readable output.
-func prepare(command string) (string, parser) {
+// what the output is) and asks them for machine-readable output. A command
+// that already chooses its own report format is left alone and compared by
+// exit status: its report may be stale or elsewhere.
+func prepare(command string) (string, *parsing) {
 	trimmed := strings.TrimSpace(command)
 	if strings.ContainsAny(trimmed, "|&;<>()$`\n") {
 		return command, nil
 	}
 	fields := strings.Fields(trimmed)
+	hasFlag := func(prefixes ...string) bool {
+		return slices.ContainsFunc(fields, func(f string) bool {
+			for _, p := range prefixes {
+				if f == p || strings.HasPrefix(f, p+"=") || strings.HasPrefix(f, p+".") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	junit := func(b []byte) (testparse.Report, error) { return testparse.JUnitXML(bytes.NewReader(b)) }
 	switch {
 	case len(fields) >= 2 && fields[0] == "go" && fields[1] == "test":
 		line := trimmed
 		if !slices.Contains(fields, "-json") {
 			line = "go test -json" + strings.TrimPrefix(trimmed, "go test")
 		}
-		return line, func(b []byte) (testparse.Report, error) { return testparse.GoTestJSON(bytes.NewReader(b)) }
+		return line, &parsing{parse: func(b []byte) (testparse.Report, error) { return testparse.GoTestJSON(bytes.NewReader(b)) }}
 	case len(fields) >= 2 && fields[0] == "node" && fields[1] == "--test":
 		for _, f := range fields {
 			if strings.HasPrefix(f, "--test-reporter") {
@@ -257,13 +291,68 @@ func prepare(command string) (string, parser) {
 			}
 		}
 		line := "node --test --test-reporter=tap" + strings.TrimPrefix(trimmed, "node --test")
-		return line, func(b []byte) (testparse.Report, error) { return testparse.TAP(bytes.NewReader(b)) }
+		return line, &parsing{parse: func(b []byte) (testparse.Report, error) { return testparse.TAP(bytes.NewReader(b)) }}
+	case len(fields) >= 2 && fields[0] == "cargo" && fields[1] == "test":
+		line := trimmed
+		// cargo stops at the first failing test binary: the tests of the
+		// binaries after it would be missing from the failing set.
+		if !slices.Contains(fields, "--no-fail-fast") {
+			line = insertAfter(trimmed, fields, 1, "--no-fail-fast")
+		}
+		return line, &parsing{merged: true, exitOK: []int{0, 101}, parse: func(b []byte) (testparse.Report, error) {
+			return testparse.CargoTest(bytes.NewReader(b))
+		}}
+	}
+	if i := runnerIndex(fields, "pytest", [][]string{{}, {"python", "-m"}, {"python3", "-m"}, {"uv", "run"}, {"poetry", "run"}}); i >= 0 {
+		if hasFlag("--junitxml", "--junit-xml") {
+			return command, nil
+		}
+		// pytest exits 2 to 4 when interrupted or misused (a collection
+		// error stops the session before any test runs) and 5 when it
+		// collected nothing: its report then does not cover the suite.
+		return insertAfter(trimmed, fields, i, `--junitxml="$`+ReportEnv+`"`), &parsing{report: true, exitOK: []int{0, 1}, parse: junit}
+	}
+	if i := runnerIndex(fields, "vitest", [][]string{{}, {"npx"}, {"pnpm"}, {"pnpm", "exec"}, {"yarn"}}); i >= 0 {
+		if hasFlag("--reporter", "--outputFile") {
+			return command, nil
+		}
+		if i+1 < len(fields) && !strings.HasPrefix(fields[i+1], "-") {
+			switch fields[i+1] {
+			case "run":
+				i++
+			case "watch", "dev", "bench", "related", "list", "init":
+				return command, nil
+			}
+		}
+		// The default reporter keeps the readable output for the tail.
+		return insertAfter(trimmed, fields, i, `--reporter=default --reporter=junit --outputFile.junit="$`+ReportEnv+`"`), &parsing{report: true, parse: junit}
 	}
 	return command, nil
 }
 
+// runnerIndex returns the index of the field naming runner when the fields
+// before it are one of the launchers, or -1.
+func runnerIndex(fields []string, runner string, launchers [][]string) int {
+	for _, l := range launchers {
+		if len(fields) > len(l) && slices.Equal(fields[:len(l)], l) && fields[len(l)] == runner {
+			return len(l)
+		}
+	}
+	return -1
+}
+
+// insertAfter inserts text after fields[i] in line (which fields splits),
+// leaving the rest of the line, its quoting and spacing, as it was.
+func insertAfter(line string, fields []string, i int, text string) string {
+	pos := 0
+	for k := 0; k <= i; k++ {
+		pos += strings.Index(line[pos:], fields[k]) + len(fields[k])
+	}
+	return line[:pos] + " " + text + line[pos:]
+}
+
 // exec runs one shell line, or takes its result from the cache.
-func (r *Runner) exec(ctx context.Context, dir, line string, parse parser, treeKey string) Result {
+func (r *Runner) exec(ctx context.Context, dir, line string, parse *parsing, treeKey string) Result {
 	var key string
 	if r.Cache != nil && treeKey != "" {
 		key = cacheKey(line, treeKey, r.Env)
@@ -286,10 +375,26 @@ func (r *Runner) exec(ctx context.Context, dir, line string, parse parser, treeK
 	cmd.WaitDelay = 5 * time.Second
 	tail := tailbuf.New(tailSize)
 	var stdout bytes.Buffer
-	if parse != nil {
-		cmd.Stdout, cmd.Stderr = &stdout, tail
-	} else {
+	var reportPath string
+	switch {
+	case parse == nil:
 		cmd.Stdout, cmd.Stderr = tail, tail
+	case parse.report:
+		cmd.Stdout, cmd.Stderr = tail, tail
+		tmp, err := os.MkdirTemp("", "sluice-gate-")
+		if err != nil {
+			fmt.Fprintf(tail, "sluice: no directory for the test report, results compared by exit status: %v\n", err)
+			break
+		}
+		defer os.RemoveAll(tmp)
+		reportPath = filepath.Join(tmp, "report.xml")
+		cmd.Env = append(cmd.Env, ReportEnv+"="+reportPath)
+	case parse.merged:
+		// The same writer for both: exec gives them one pipe, so the
+		// streams' order is kept.
+		cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	default:
+		cmd.Stdout, cmd.Stderr = &stdout, tail
 	}
 
 	start := time.Now()
@@ -312,12 +417,30 @@ func (r *Runner) exec(ctx context.Context, dir, line string, parse parser, treeK
 	}
 
 	res.OutputTail = tail.String()
-	if parse != nil {
-		rep, perr := parse(stdout.Bytes())
+	switch {
+	case parse == nil:
+	case parse.report:
+		// A missing or unreadable report leaves the result unparsed, to be
+		// compared by exit status: never an empty failing set.
+		if reportPath == "" {
+			break
+		}
+		data, err := os.ReadFile(reportPath)
+		var rep testparse.Report
+		if err == nil {
+			rep, err = parse.parse(data)
+		}
+		if err != nil {
+			fmt.Fprintf(tail, "\nsluice: test report unusable, results compared by exit status: %v\n", err)
+			res.OutputTail = tail.String()
+			break
+		}
+		res.setParsed(rep, parse)
+	default:
+		rep, perr := parse.parse(stdout.Bytes())
 		text := stdout.String()
 		if perr == nil {
-			res.FailingTests = rep.Failing
-			res.Parsed = !res.TimedOut && (res.Passed || len(rep.Failing) > 0)
+			res.setParsed(rep, parse)
 			if rep.Output != "" {
 				text = rep.Output
 			}
@@ -333,6 +456,16 @@ func (r *Runner) exec(ctx context.Context, dir, line string, parse parser, treeK
 		}
 	}
 	return res
+}
+
+// setParsed records a test report's failing tests. The result is parsed
+// when the report names every failure: the run passed, or failed with named
+// failures and an exit status after which the runner reports the whole
+// suite.
+func (res *Result) setParsed(rep testparse.Report, p *parsing) {
+	res.FailingTests = rep.Failing
+	trusted := p.exitOK == nil || slices.Contains(p.exitOK, res.ExitCode)
+	res.Parsed = !res.TimedOut && (res.Passed || (len(rep.Failing) > 0 && trusted))
 }
 
 func (r *Runner) logger() *slog.Logger {
