@@ -3,6 +3,7 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -53,6 +54,12 @@ func Fold(s State, entries []Entry) State {
 func Next(s State) []Action {
 	if s.Status != StatusRunning {
 		return nil
+	}
+	if a, ok := pendingPoint(s); ok {
+		if _, busy := s.InFlight[a.ID]; busy {
+			return nil
+		}
+		return []Action{a}
 	}
 	var want []Action
 	switch s.Phase {
@@ -348,9 +355,103 @@ func Apply(s State, e Event) State {
 		applyTaskEvent(&s, a, e)
 	case ActFinalVerify:
 		applyFinal(&s, e)
+	case ActPoint:
+		s.Fired = append(s.Fired, a.ID)
+		if e.Type != EvPointFired || !e.Passed {
+			detail := e.Detail
+			if detail == "" {
+				detail = "a blocking gate failed"
+			}
+			s.Ending = nil
+			failRun(&s, fmt.Sprintf("capability gates at %s: %s", a.Point, detail))
+			break
+		}
+		if a.Point == "complete" && s.Ending != nil {
+			s.Status, s.Reason, s.Ending = s.Ending.Status, s.Ending.Reason, nil
+		}
 	}
 	checkBudget(&s)
 	return s
+}
+
+// pendingPoint is the run-level extension point that must fire before
+// anything else happens in the current phase, if any.
+func pendingPoint(s State) (Action, bool) {
+	if len(s.Settings.GatePoints) == 0 {
+		return Action{}, false
+	}
+	want := func(point, suffix string) (Action, bool) {
+		if !slices.Contains(s.Settings.GatePoints, point) {
+			return Action{}, false
+		}
+		id := "point/" + point + suffix
+		if slices.Contains(s.Fired, id) {
+			return Action{}, false
+		}
+		return Action{ID: id, Type: ActPoint, Point: point}, true
+	}
+	var order []string
+	switch s.Phase {
+	case PhaseResearch:
+		order = []string{"research:pre"}
+	case PhasePlan:
+		order = []string{"research:post", "plan:pre"}
+	case PhaseCritique:
+		order = []string{"critique:pre"}
+	case PhaseExecute:
+		order = []string{"critique:post", "execute:pre"}
+	case PhaseVerify:
+		order = []string{"critique:post", "execute:pre"}
+	case PhaseComplete:
+		if s.Ending == nil {
+			return Action{}, false
+		}
+		return want("complete", "")
+	}
+	for _, p := range order {
+		if a, ok := want(p, ""); ok {
+			return a, true
+		}
+	}
+	if s.Settings.Schedule == "waves" && (s.Phase == PhaseExecute || s.Phase == PhaseVerify) {
+		cur := currentWave(s)
+		if s.Phase == PhaseVerify {
+			cur = maxWave(s) + 1
+		}
+		for w := 0; w < cur; w++ {
+			if hasWave(s, w) {
+				if a, ok := want("execute:wave:post", fmt.Sprintf("/w%d", w)); ok {
+					return a, true
+				}
+			}
+		}
+		if s.Phase == PhaseExecute && cur >= 0 {
+			if a, ok := want("execute:wave:pre", fmt.Sprintf("/w%d", cur)); ok {
+				return a, true
+			}
+		}
+	}
+	if s.Phase == PhaseVerify {
+		return want("execute:post", "")
+	}
+	return Action{}, false
+}
+
+func maxWave(s State) int {
+	m := -1
+	for _, t := range s.Tasks {
+		m = max(m, t.Wave)
+	}
+	return m
+}
+
+func hasWave(s State, w int) bool {
+	for _, t := range s.Tasks {
+		if t.Wave == w {
+			return true
+		}
+	}
+	return false
 }
 
 func interrupted(reason string) bool { return reason == ReasonBudget || reason == ReasonCancelled }
@@ -705,6 +806,11 @@ func applyFinal(s *State, e Event) {
 	default:
 		s.Status, s.Reason = StatusDone, "every task merged and the integration branch passed its gates"
 	}
+	if slices.Contains(s.Settings.GatePoints, "complete") {
+		// The complete point fires before the run is over.
+		s.Ending = &Ending{Status: s.Status, Reason: s.Reason}
+		s.Status, s.Reason = StatusRunning, ""
+	}
 }
 
 func listOrNone(ids []string) string {
@@ -728,6 +834,11 @@ func (s State) clone() State {
 		}
 	}
 	c.Order = append([]string(nil), s.Order...)
+	c.Fired = append([]string(nil), s.Fired...)
+	if s.Ending != nil {
+		e := *s.Ending
+		c.Ending = &e
+	}
 	c.Critiques = append([]plan.Critique(nil), s.Critiques...)
 	if s.InFlight != nil {
 		c.InFlight = make(map[string]Action, len(s.InFlight))

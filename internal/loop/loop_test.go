@@ -23,6 +23,8 @@ type world struct {
 	// conflict decides whether a merge conflicts.
 	conflict func(task string, attempt int) bool
 	tokens   int64
+	// pointFails names an extension point whose blocking gate fails.
+	pointFails string
 }
 
 func (w *world) respond(a Action) Event {
@@ -46,6 +48,8 @@ func (w *world) respond(a Action) Event {
 		}
 	case ActFinalVerify:
 		e.Type, e.Passed = EvFinalVerified, true
+	case ActPoint:
+		e.Type, e.Passed = EvPointFired, w.pointFails != a.Point
 	case ActDelegate:
 		e.Type = EvDelegationDone
 		e.Usage = Usage{Tokens: w.tokens, Calls: 1}
@@ -417,5 +421,65 @@ func TestDesignSpecRunsAfterEveryPlanBeforeTheCritic(t *testing.T) {
 	want := []string{"plan/i1", "plan/v1/design-spec", "critique/i1", "plan/i2", "plan/v2/design-spec", "critique/i2"}
 	if !reflect.DeepEqual(ids, want) {
 		t.Fatalf("order = %v, want %v", ids, want)
+	}
+}
+
+var runLevelPoints = []string{"research:pre", "research:post", "plan:pre", "critique:pre", "critique:post",
+	"execute:pre", "execute:wave:pre", "execute:wave:post", "execute:post", "complete"}
+
+// TestEveryRunLevelPointFiresInOrder: with gates declared at every run-level
+// extension point, each fires once where the loop reaches it (the wave
+// points once per wave), in loop order, and the run still completes.
+func TestEveryRunLevelPointFiresInOrder(t *testing.T) {
+	st := settings()
+	st.Schedule = "waves"
+	st.GatePoints = runLevelPoints
+	s, journal := run(t, New("r1", st), &world{plan: diamond()}, nil)
+	if s.Status != StatusDone {
+		t.Fatalf("status %s: %s", s.Status, s.Reason)
+	}
+	var got []string
+	firstTask, lastTask := -1, -1
+	for i, e := range journal {
+		if e.Action == nil {
+			continue
+		}
+		switch {
+		case e.Action.Type == ActPoint:
+			got = append(got, strings.TrimPrefix(e.Action.ID, "point/"))
+		case e.Action.TaskID != "":
+			if firstTask < 0 {
+				firstTask = len(got)
+			}
+			lastTask = len(got)
+		}
+		_ = i
+	}
+	want := []string{"research:pre", "research:post", "plan:pre", "critique:pre", "critique:post", "execute:pre",
+		"execute:wave:pre/w0", "execute:wave:post/w0", "execute:wave:pre/w1", "execute:wave:post/w1",
+		"execute:wave:pre/w2", "execute:wave:post/w2", "execute:post", "complete"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("points fired\n%v\nwant\n%v", got, want)
+	}
+	if firstTask != 7 || lastTask != 11 {
+		t.Fatalf("tasks ran between points %d and %d, want between execute:wave:pre/w0 and execute:wave:post/w2", firstTask, lastTask)
+	}
+	// Without gate points the loop issues no point action at all.
+	_, plain := run(t, New("r1", settings()), &world{plan: diamond()}, nil)
+	for _, e := range plain {
+		if e.Action != nil && e.Action.Type == ActPoint {
+			t.Fatalf("a run without capability gates fired %s", e.Action.ID)
+		}
+	}
+}
+
+func TestAFailingBlockingPointGateFailsTheRun(t *testing.T) {
+	for _, point := range []string{"research:post", "execute:pre", "execute:post", "complete"} {
+		st := settings()
+		st.GatePoints = runLevelPoints
+		s, _ := run(t, New("r1", st), &world{plan: diamond(), pointFails: point}, nil)
+		if s.Status != StatusFailed || !strings.Contains(s.Reason, point) {
+			t.Fatalf("%s failing: status %s reason %q", point, s.Status, s.Reason)
+		}
 	}
 }

@@ -80,6 +80,9 @@ type Settings struct {
 	// DesignSpec runs a design-spec delegation after every plan (the
 	// design-spec capability's plan:post contribution).
 	DesignSpec bool `json:"design_spec,omitempty"`
+	// GatePoints are the run-level extension points at which capabilities
+	// declare gates; the loop fires each one (ActPoint) when it is reached.
+	GatePoints []string `json:"gate_points,omitempty"`
 }
 
 // Budget limits the whole run. Zero means unlimited.
@@ -179,6 +182,12 @@ type State struct {
 	FinalGates  []GateSummary `json:"final_gates,omitempty"`
 	FinalReport string        `json:"final_report,omitempty"`
 
+	// Fired lists the extension-point firings done, by action id
+	// ("point/research:post", "point/execute:wave:pre/w1").
+	Fired []string `json:"fired,omitempty"`
+	// Ending holds the run's final status while the complete point fires.
+	Ending *Ending `json:"ending,omitempty"`
+
 	// InFlight holds actions issued and not yet answered, by id.
 	InFlight map[string]Action `json:"in_flight,omitempty"`
 
@@ -204,7 +213,15 @@ const (
 	ActMerge ActionType = "merge"
 	// ActFinalVerify runs the full gates on the merged integration branch.
 	ActFinalVerify ActionType = "final_verify"
+	// ActPoint fires a run-level extension point: its capability gates run.
+	ActPoint ActionType = "point"
 )
+
+// Ending is how a run ends, kept while the complete point fires.
+type Ending struct {
+	Status Status `json:"status"`
+	Reason string `json:"reason"`
+}
 
 // Agent roles the loop delegates to.
 const (
@@ -230,6 +247,8 @@ type Action struct {
 	Depth     string     `json:"depth,omitempty"`
 	Branch    string     `json:"branch,omitempty"`
 	Question  string     `json:"question,omitempty"`
+	// Point is the extension point an ActPoint fires.
+	Point string `json:"point,omitempty"`
 }
 
 // EventType is the kind of outcome an event reports.
@@ -245,6 +264,7 @@ const (
 	EvMerged          EventType = "merged"
 	EvMergeConflict   EventType = "merge_conflict"
 	EvFinalVerified   EventType = "final_verified"
+	EvPointFired      EventType = "point_fired"
 	EvPaused          EventType = "paused"
 	EvResumed         EventType = "resumed"
 	EvActionError     EventType = "action_error"

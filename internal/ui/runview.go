@@ -102,6 +102,8 @@ func Describe(e loop.Entry, s loop.State) string {
 			return "verify: running every gate on the merged integration branch"
 		case loop.ActAsk:
 			return "approval: " + a.Question
+		case loop.ActPoint:
+			return fmt.Sprintf("point %s: running the capabilities' gates", strings.TrimPrefix(a.ID, "point/"))
 		}
 		return ""
 	}
@@ -167,6 +169,8 @@ func Describe(e loop.Entry, s loop.State) string {
 		return fmt.Sprintf("%s: merge conflict in %s; retrying on the new base", who, strings.Join(ev.Files, ", "))
 	case loop.EvFinalVerified:
 		return "verify: " + ev.Detail
+	case loop.EvPointFired:
+		return fmt.Sprintf("point %s: %s", strings.TrimPrefix(ev.ActionID, "point/"), ev.Detail)
 	case loop.EvActionError:
 		return fmt.Sprintf("%s: %s failed: %s", who, a.Type, firstLine(ev.Detail))
 	case loop.EvPaused, loop.EvBudgetExhausted:

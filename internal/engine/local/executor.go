@@ -122,6 +122,8 @@ func (x *Executor) Execute(ctx context.Context, s loop.State, a loop.Action) loo
 		return x.merge(ctx, s, a)
 	case loop.ActFinalVerify:
 		return x.finalVerify(ctx)
+	case loop.ActPoint:
+		return x.firePoint(ctx, a)
 	}
 	return loop.Event{Type: loop.EvActionError, Detail: fmt.Sprintf("unknown action type %q", a.Type)}
 }
@@ -502,19 +504,89 @@ func (x *Executor) contributions(s loop.State, a loop.Action) []agents.Contribut
 	return out
 }
 
-// CapabilityGates turns the active capabilities' blocking command gates into
-// gate commands: those at execute:task:post hold every task, those at
-// execute:post and complete hold the merged branch.
+// taskPoints are the per-task extension points; their blocking command
+// gates run with the task's quality gates, so a failure fails the attempt.
+var taskPoints = []string{"execute:task:pre", "execute:task:post", "verify:pre", "verify:post"}
+
+// CapabilityGates turns the active capabilities' blocking command gates at
+// the per-task points into gate commands that hold every task. Gates at
+// run-level points are not among them: the loop fires those points itself
+// (GatePoints), so final is always empty.
 func CapabilityGates(active []capability.Capability, exts []string) (task, final []gates.Command) {
-	add := func(dst []gates.Command, point string) []gates.Command {
+	for _, point := range taskPoints {
 		for _, g := range capability.Gates(active, point) {
 			if g.Kind == "command" && g.Mode == "blocking" && g.Command != "" {
-				dst = append(dst, gates.Command{Name: g.Capability + "/" + g.ID, Command: g.Command, Extensions: exts})
+				task = append(task, gates.Command{Name: g.Capability + "/" + g.ID, Command: g.Command, Extensions: exts})
 			}
 		}
-		return dst
 	}
-	task = add(task, "execute:task:post")
-	final = add(add(final, "execute:post"), "complete")
-	return task, final
+	return task, nil
+}
+
+// GatePoints are the run-level extension points at which the active
+// capabilities declare gates: the loop fires each of them (ActPoint).
+func GatePoints(active []capability.Capability) []string {
+	var out []string
+	for _, point := range capability.PointNames() {
+		if slices.Contains(taskPoints, point) {
+			continue
+		}
+		if len(capability.Gates(active, point)) > 0 {
+			out = append(out, point)
+		}
+	}
+	return out
+}
+
+// firePoint runs the gates the active capabilities declare at a run-level
+// extension point on the integration branch. A blocking command gate that
+// fails fails the point; advisory ones are reported. An attested gate needs
+// an agent to attest it, and no agent works at a run-level point: it is
+// reported as not evaluated, never as passed.
+func (x *Executor) firePoint(ctx context.Context, a loop.Action) loop.Event {
+	var cmds []gates.Command
+	blocking := map[string]bool{}
+	var notes []string
+	for _, g := range capability.Gates(x.Capabilities, a.Point) {
+		name := g.Capability + "/" + g.ID
+		switch {
+		case g.Kind == "command" && g.Command != "":
+			cmds = append(cmds, gates.Command{Name: name, Command: g.Command})
+			blocking[name] = g.Mode == "blocking"
+		default:
+			notes = append(notes, name+" (attested) not evaluated: no agent attests at "+a.Point)
+		}
+	}
+	head, err := x.Repo.BranchSHA(ctx, loop.IntegrationBranch(x.RunID))
+	if err != nil {
+		return actionError(err)
+	}
+	tree, err := x.Repo.TreeHash(ctx, head)
+	if err != nil {
+		return actionError(err)
+	}
+	results := x.GateRunner.Run(ctx, x.Integration, cmds, nil, tree)
+	if err := ctx.Err(); err != nil {
+		return actionError(err)
+	}
+	ev := loop.Event{Type: loop.EvPointFired, Passed: true}
+	var failed []string
+	for _, r := range results {
+		ev.Gates = append(ev.Gates, loop.GateSummary{Name: r.Name, Command: r.Command, Passed: r.Passed, Skipped: r.Skipped, OutputTail: r.OutputTail})
+		if !r.Passed && !r.Skipped {
+			if blocking[r.Name] {
+				ev.Passed = false
+				failed = append(failed, r.Name+" failed")
+			} else {
+				notes = append(notes, r.Name+" failed (advisory)")
+			}
+		}
+	}
+	data, _ := json.MarshalIndent(results, "", "  ")
+	_ = x.Run.WriteFile("artifacts/"+artifactName(a.ID)+".json", data)
+	ev.Detail = strings.Join(append(failed, notes...), "; ")
+	if ev.Detail == "" {
+		ev.Detail = fmt.Sprintf("%d gate(s) passed", len(results))
+	}
+	return ev
 }
