@@ -5,16 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+	"github.com/tidwall/gjson"
 )
 
 // DefaultMaxTokens is used when a Request leaves MaxTokens at zero; the
 // Messages API requires a value.
 const DefaultMaxTokens = 4096
+
+// maxBlockGap bounds how far past the last content block a new one's
+// index may jump, so a corrupt index cannot make us allocate without end.
+const maxBlockGap = 1024
 
 // maxCacheBreakpoints is the Messages API's limit on cache_control marks.
 const maxCacheBreakpoints = 4
@@ -173,9 +180,31 @@ func anthropicStop(s anthropic.StopReason) StopReason {
 	return StopReason(s)
 }
 
+// anthropicStreamError parses the data of an "error" event.
+func anthropicStreamError(data []byte) error {
+	var e struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &e) != nil || e.Error.Type == "" {
+		return &streamError{Message: string(data)}
+	}
+	return &streamError{Type: e.Error.Type, Message: e.Error.Message}
+}
+
 func (p *anthropicProvider) attempt(ctx context.Context, params anthropic.MessageNewParams, onDelta func(Delta)) (*Response, error) {
-	stream := p.client.Messages.NewStreaming(ctx, params)
-	defer stream.Close()
+	// The SDK sends the request and hands back the response with its body
+	// unread; the events are decoded here (see sse.go for why).
+	var raw *http.Response
+	err := p.client.Post(ctx, "v1/messages", params, &raw, option.WithJSONSet("stream", true))
+	if raw != nil && raw.Body != nil {
+		defer raw.Body.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
 
 	resp := &Response{Model: string(params.Model)}
 	var text strings.Builder
@@ -190,53 +219,80 @@ func (p *anthropicProvider) attempt(ctx context.Context, params anthropic.Messag
 		}
 		return blocks[i], nil
 	}
-	done := false
-	for stream.Next() {
-		ev := stream.Current()
-		switch ev.Type {
+	sse := newSSEReader(raw.Body)
+	for {
+		name, data, err := sse.next()
+		if err == io.EOF {
+			return nil, fmt.Errorf("%w (no message_stop)", ErrTruncated)
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Like the SDK's decoder: events are told apart by name, "error"
+		// ends the stream, pings and unnamed events carry nothing.
+		switch string(name) {
+		case "error":
+			return nil, anthropicStreamError(data)
+		case "ping", "":
+			continue
+		}
+		ev, err := parseEvent(name, data)
+		if err != nil {
+			return nil, err
+		}
+		switch ev.Get("type").Str {
 		case "message_start":
-			if ev.Message.Model != "" {
-				resp.Model = string(ev.Message.Model)
+			m := ev.Get("message")
+			if s := m.Get("model").Str; s != "" {
+				resp.Model = s
 			}
-			u := ev.Message.Usage
-			resp.Usage = Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-				CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+			u := m.Get("usage")
+			resp.Usage = Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int(),
+				CacheReadTokens: u.Get("cache_read_input_tokens").Int(), CacheWriteTokens: u.Get("cache_creation_input_tokens").Int()}
 		case "content_block_start":
-			for int64(len(blocks)) <= ev.Index {
+			i := ev.Get("index").Int()
+			if i < 0 || i > int64(len(blocks))+maxBlockGap {
+				return nil, fmt.Errorf("content block index %d out of range", i)
+			}
+			for int64(len(blocks)) <= i {
 				blocks = append(blocks, &block{call: -1})
 			}
-			b := blocks[ev.Index]
-			switch ev.ContentBlock.Type {
+			b := blocks[i]
+			cb := ev.Get("content_block")
+			switch cb.Get("type").Str {
 			case "text":
-				if ev.ContentBlock.Text != "" {
-					text.WriteString(ev.ContentBlock.Text)
+				if t := cb.Get("text").Str; t != "" {
+					text.WriteString(t)
 					if onDelta != nil {
-						onDelta(Delta{Type: DeltaText, Text: ev.ContentBlock.Text})
+						onDelta(Delta{Type: DeltaText, Text: t})
 					}
 				}
 			case "tool_use":
+				name := cb.Get("name").Str
 				b.call = len(resp.ToolCalls)
-				resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: ev.ContentBlock.ID, Name: ev.ContentBlock.Name})
+				resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: cb.Get("id").Str, Name: name})
 				if onDelta != nil {
-					onDelta(Delta{Type: DeltaToolStart, ToolName: ev.ContentBlock.Name})
+					onDelta(Delta{Type: DeltaToolStart, ToolName: name})
 				}
 			}
 		case "content_block_delta":
-			b, err := get(ev.Index)
+			b, err := get(ev.Get("index").Int())
 			if err != nil {
 				return nil, err
 			}
-			switch ev.Delta.Type {
+			d := ev.Get("delta")
+			switch d.Get("type").Str {
 			case "text_delta":
-				text.WriteString(ev.Delta.Text)
+				t := d.Get("text").Str
+				text.WriteString(t)
 				if onDelta != nil {
-					onDelta(Delta{Type: DeltaText, Text: ev.Delta.Text})
+					onDelta(Delta{Type: DeltaText, Text: t})
 				}
 			case "input_json_delta":
-				b.args.WriteString(ev.Delta.PartialJSON)
+				b.args.WriteString(d.Get("partial_json").Str)
 			}
 		case "content_block_stop":
-			b, err := get(ev.Index)
+			b, err := get(ev.Get("index").Int())
 			if err != nil {
 				return nil, err
 			}
@@ -248,36 +304,31 @@ func (p *anthropicProvider) attempt(ctx context.Context, params anthropic.Messag
 				resp.ToolCalls[b.call].Input = in
 			}
 		case "message_delta":
-			resp.StopReason = anthropicStop(ev.Delta.StopReason)
-			u := ev.Usage
-			resp.Usage.OutputTokens = u.OutputTokens
+			resp.StopReason = anthropicStop(anthropic.StopReason(ev.Get("delta.stop_reason").Str))
+			u := ev.Get("usage")
+			resp.Usage.OutputTokens = u.Get("output_tokens").Int()
 			// Newer API versions repeat the cumulative input counts here.
-			if u.JSON.InputTokens.Valid() {
-				resp.Usage.InputTokens = u.InputTokens
+			if v := u.Get("input_tokens"); v.Type == gjson.Number {
+				resp.Usage.InputTokens = v.Int()
 			}
-			if u.JSON.CacheReadInputTokens.Valid() {
-				resp.Usage.CacheReadTokens = u.CacheReadInputTokens
+			if v := u.Get("cache_read_input_tokens"); v.Type == gjson.Number {
+				resp.Usage.CacheReadTokens = v.Int()
 			}
-			if u.JSON.CacheCreationInputTokens.Valid() {
-				resp.Usage.CacheWriteTokens = u.CacheCreationInputTokens
+			if v := u.Get("cache_creation_input_tokens"); v.Type == gjson.Number {
+				resp.Usage.CacheWriteTokens = v.Int()
 			}
 		case "message_stop":
-			done = true
+			for _, c := range resp.ToolCalls {
+				if c.Input == nil {
+					return nil, fmt.Errorf("%w: tool call %s never finished", ErrTruncated, c.Name)
+				}
+			}
+			resp.Text = text.String()
+			// Read the rest (normally nothing) so the connection is reused.
+			_, _ = io.Copy(io.Discard, raw.Body)
+			return resp, nil
 		}
 	}
-	if err := stream.Err(); err != nil {
-		return nil, err
-	}
-	if !done {
-		return nil, fmt.Errorf("%w (no message_stop)", ErrTruncated)
-	}
-	for _, c := range resp.ToolCalls {
-		if c.Input == nil {
-			return nil, fmt.Errorf("%w: tool call %s never finished", ErrTruncated, c.Name)
-		}
-	}
-	resp.Text = text.String()
-	return resp, nil
 }
 
 // toolInput checks streamed tool arguments: a call cut mid-way must never
@@ -293,30 +344,29 @@ func toolInput(s string) (json.RawMessage, error) {
 }
 
 func classifyAnthropic(err error) failure {
+	var se *streamError
+	if errors.As(err, &se) {
+		// An error event inside a 200 stream, e.g. overloaded_error.
+		f := failure{typ: se.Type, msg: se.Message, err: err}
+		switch se.Type {
+		case "invalid_request_error", "authentication_error", "permission_error", "not_found_error", "request_too_large":
+		default:
+			f.retry = true
+		}
+		return f
+	}
 	var ae *anthropic.Error
-	if !errors.As(err, &ae) {
+	if !errors.As(err, &ae) || ae.StatusCode < 400 {
 		return classifyTransport(err)
 	}
 	msg := ae.Message
 	if msg == "" {
 		msg = strings.TrimSpace(ae.RawJSON())
 	}
-	if ae.StatusCode >= 400 {
-		var h = ae.Response
-		f := classifyStatus(ae.StatusCode, nil)
-		if h != nil {
-			f = classifyStatus(ae.StatusCode, h.Header)
-		}
-		f.typ, f.msg = string(ae.Type()), msg
-		return f
+	f := classifyStatus(ae.StatusCode, nil)
+	if ae.Response != nil {
+		f = classifyStatus(ae.StatusCode, ae.Response.Header)
 	}
-	// An error event inside a 200 stream, e.g. overloaded_error.
-	typ := string(ae.Type())
-	f := failure{typ: typ, msg: msg, err: fmt.Errorf("error event in stream: %s: %s", typ, msg)}
-	switch typ {
-	case "invalid_request_error", "authentication_error", "permission_error", "not_found_error", "request_too_large":
-	default:
-		f.retry = true
-	}
+	f.typ, f.msg = string(ae.Type()), msg
 	return f
 }

@@ -1,17 +1,20 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
+	"github.com/tidwall/gjson"
 )
 
 type openaiProvider struct {
@@ -196,69 +199,113 @@ func openaiStop(finish string, calls int) StopReason {
 	return StopReason(finish)
 }
 
+// openaiStreamError describes an error object inside a stream; its shape
+// varies between compatible servers, so the type and message are read
+// when present and the raw value kept otherwise.
+func openaiStreamError(e gjson.Result) error {
+	msg := e.Get("message").Str
+	if msg == "" {
+		return &streamError{Message: e.Raw}
+	}
+	return &streamError{Type: e.Get("type").Str, Message: msg}
+}
+
 func (p *openaiProvider) attempt(ctx context.Context, params openai.ChatCompletionNewParams, onDelta func(Delta)) (*Response, error) {
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
-	defer stream.Close()
+	// The SDK sends the request and hands back the response with its body
+	// unread; the chunks are decoded here (see sse.go for why).
+	var raw *http.Response
+	err := p.client.Post(ctx, "chat/completions", params, &raw, option.WithJSONSet("stream", true))
+	if raw != nil && raw.Body != nil {
+		defer raw.Body.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
 
 	resp := &Response{Model: string(params.Model)}
 	var text strings.Builder
 	var args []strings.Builder
 	finish := ""
-	for stream.Next() {
-		ch := stream.Current()
-		if ch.Model != "" {
-			resp.Model = ch.Model
+	sse := newSSEReader(raw.Body)
+	for {
+		_, data, err := sse.next()
+		if err == io.EOF {
+			break
 		}
-		if ch.JSON.Usage.Valid() {
-			u := ch.Usage
-			d := u.PromptTokensDetails
+		if err != nil {
+			return nil, err
+		}
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
+			// Read the rest (normally nothing) so the connection is reused.
+			_, _ = io.Copy(io.Discard, raw.Body)
+			break
+		}
+		ch, err := parseEvent(nil, data)
+		if err != nil {
+			return nil, err
+		}
+		if e := ch.Get("error"); e.Exists() && e.Type != gjson.Null {
+			return nil, openaiStreamError(e)
+		}
+		if m := ch.Get("model").Str; m != "" {
+			resp.Model = m
+		}
+		if u := ch.Get("usage"); u.IsObject() {
+			in := u.Get("prompt_tokens").Int()
+			cached := u.Get("prompt_tokens_details.cached_tokens").Int()
+			written := u.Get("prompt_tokens_details.cache_write_tokens").Int()
 			// prompt_tokens includes cached tokens; Usage counts them apart
 			// so each is priced at its own rate.
 			resp.Usage = Usage{
-				InputTokens:      max(u.PromptTokens-d.CachedTokens-d.CacheWriteTokens, 0),
-				OutputTokens:     u.CompletionTokens,
-				CacheReadTokens:  d.CachedTokens,
-				CacheWriteTokens: d.CacheWriteTokens,
+				InputTokens:      max(in-cached-written, 0),
+				OutputTokens:     u.Get("completion_tokens").Int(),
+				CacheReadTokens:  cached,
+				CacheWriteTokens: written,
 			}
 		}
-		for _, c := range ch.Choices {
-			if c.Index != 0 {
-				continue
+		var failed error
+		ch.Get("choices").ForEach(func(_, c gjson.Result) bool {
+			if c.Get("index").Int() != 0 {
+				return true
 			}
-			if c.Delta.Content != "" {
-				text.WriteString(c.Delta.Content)
+			d := c.Get("delta")
+			if t := d.Get("content").Str; t != "" {
+				text.WriteString(t)
 				if onDelta != nil {
-					onDelta(Delta{Type: DeltaText, Text: c.Delta.Content})
+					onDelta(Delta{Type: DeltaText, Text: t})
 				}
 			}
-			for _, tc := range c.Delta.ToolCalls {
-				i := int(tc.Index)
+			d.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+				i := int(tc.Get("index").Int())
 				if i < 0 || i > len(resp.ToolCalls) {
-					return nil, fmt.Errorf("%w: tool call index %d out of order", ErrTruncated, i)
+					failed = fmt.Errorf("%w: tool call index %d out of order", ErrTruncated, i)
+					return false
 				}
 				if i == len(resp.ToolCalls) {
 					resp.ToolCalls = append(resp.ToolCalls, ToolCall{})
 					args = append(args, strings.Builder{})
 				}
 				call := &resp.ToolCalls[i]
-				if tc.ID != "" {
-					call.ID = tc.ID
+				if id := tc.Get("id").Str; id != "" {
+					call.ID = id
 				}
-				if tc.Function.Name != "" && call.Name == "" {
-					call.Name = tc.Function.Name
+				if name := tc.Get("function.name").Str; name != "" && call.Name == "" {
+					call.Name = name
 					if onDelta != nil {
-						onDelta(Delta{Type: DeltaToolStart, ToolName: call.Name})
+						onDelta(Delta{Type: DeltaToolStart, ToolName: name})
 					}
 				}
-				args[i].WriteString(tc.Function.Arguments)
+				args[i].WriteString(tc.Get("function.arguments").Str)
+				return true
+			})
+			if f := c.Get("finish_reason").Str; f != "" {
+				finish = f
 			}
-			if c.FinishReason != "" {
-				finish = c.FinishReason
-			}
+			return failed == nil
+		})
+		if failed != nil {
+			return nil, failed
 		}
-	}
-	if err := stream.Err(); err != nil {
-		return nil, err
 	}
 	if finish == "" {
 		return nil, fmt.Errorf("%w (no finish_reason)", ErrTruncated)
@@ -276,6 +323,11 @@ func (p *openaiProvider) attempt(ctx context.Context, params openai.ChatCompleti
 }
 
 func classifyOpenAI(err error) failure {
+	var se *streamError
+	if errors.As(err, &se) {
+		// An error object inside a 200 stream: the server failed mid-way.
+		return failure{retry: true, typ: se.Type, msg: se.Message, err: err}
+	}
 	var ae *openai.Error
 	if errors.As(err, &ae) && ae.StatusCode >= 400 {
 		var f failure
@@ -289,11 +341,6 @@ func classifyOpenAI(err error) failure {
 			f.msg = strings.TrimSpace(ae.RawJSON())
 		}
 		return f
-	}
-	var se *ssestream.StreamError
-	if errors.As(err, &se) {
-		// An error object inside a 200 stream: the server failed mid-way.
-		return failure{retry: true, msg: se.Message, err: err}
 	}
 	return classifyTransport(err)
 }
