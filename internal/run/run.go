@@ -64,6 +64,11 @@ type Options struct {
 	Activity func(local.Activity)
 	// Notice receives one-line notes for the user (model choice, warnings).
 	Notice func(string)
+
+	// Engine is EngineLocal (the default) or EngineTemporal, which runs
+	// the loop as a workflow on the Temporal service Temporal names.
+	Engine   string
+	Temporal TemporalOptions
 }
 
 // Result is where a run ended up.
@@ -220,11 +225,25 @@ type prepared struct {
 	// capabilities are all the capabilities the project can see.
 	capabilities []capability.Capability
 	// grid is the project's gate grid (sluice init), nil when it has none.
-	grid *grid.Grid
-	unlock       func() error
+	grid   *grid.Grid
+	unlock func() error
 }
 
 func prepare(ctx context.Context, opts Options) (*prepared, error) {
+	p, err := load(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if p.unlock, err = store.LockRepo(p.sluiceDir); err != nil {
+		return nil, fmt.Errorf("another sluice run is driving this repository: %w", err)
+	}
+	return p, nil
+}
+
+// load reads the project without taking the repository lock: prepare takes
+// it for a process that drives a run, a worker executing another process's
+// run does not.
+func load(ctx context.Context, opts Options) (*prepared, error) {
 	if opts.Root == "" {
 		return nil, errors.New("no repository directory given")
 	}
@@ -256,11 +275,7 @@ func prepare(ctx context.Context, opts Options) (*prepared, error) {
 	if err := excludeSluiceDirs(repo); err != nil {
 		return nil, err
 	}
-	unlock, err := store.LockRepo(sluiceDir)
-	if err != nil {
-		return nil, fmt.Errorf("another sluice run is driving this repository: %w", err)
-	}
-	return &prepared{repo: repo, root: root, sluiceDir: sluiceDir, runsDir: filepath.Join(sluiceDir, "runs"), cfg: cfg, resolved: res, capabilities: caps, grid: g, unlock: unlock}, nil
+	return &prepared{repo: repo, root: root, sluiceDir: sluiceDir, runsDir: filepath.Join(sluiceDir, "runs"), cfg: cfg, resolved: res, capabilities: caps, grid: g, unlock: func() error { return nil }}, nil
 }
 
 // loadCapabilities finds every capability the project can see and checks
@@ -421,103 +436,17 @@ func gateCommands(res *resolve.Result, cfg *config.Config) []gates.Command {
 
 func (p *prepared) drive(ctx context.Context, opts Options, st *store.Run, meta Meta, s loop.State, resumed *loop.Event) (*Result, error) {
 	res := &Result{RunID: meta.RunID, RunDir: st.Dir(), Branch: loop.IntegrationBranch(meta.RunID), Models: opts.ModelDesc}
-	models := opts.Models
-	if models == nil {
-		router, desc, err := pickModels(ctx, p.cfg, opts.Getenv)
-		if err != nil {
-			return nil, err
-		}
-		models, res.Models = router, desc
+	if opts.Engine == EngineTemporal {
+		return p.driveTemporal(ctx, opts, st, meta, s, resumed, res)
 	}
-	integration := filepath.Join(p.sluiceDir, "worktrees", meta.RunID, "_integration")
-	if err := p.repo.AddWorktree(ctx, integration, res.Branch, meta.BaseSHA); err != nil {
-		return nil, err
-	}
-	reg, warnings, err := agents.Load(p.root)
+	x, desc, err := p.newExecutor(ctx, opts, st, meta, s.Settings)
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range warnings {
-		opts.Notice("warning: " + w.String())
+	if desc != "" {
+		res.Models = desc
 	}
-	// The specialists the language manifest names (seed 000) fill their
-	// roles, prompt only.
-	for _, role := range []string{loop.RoleCodeReviewer, loop.RoleDesignSpec} {
-		r, ok := p.resolved.Roles[role]
-		if !ok || r.Kind != "agent" || r.Path == "" {
-			continue
-		}
-		a, err := agents.LoadFile(r.Path)
-		if err != nil {
-			opts.Notice(fmt.Sprintf("warning: the %s specialist %s: %v; using the built-in agent", role, r.Ref, err))
-			continue
-		}
-		if reg.UseSpecialist(role, a) {
-			opts.Notice(fmt.Sprintf("%s: %s (from the language manifest)", role, r.Ref))
-		}
-	}
-	userDir := userConfigDir(opts.Getenv)
-	inst, err := instructions.Load(p.root, userDir, p.cfg.Instructions.TokenBudget)
-	if err != nil {
-		return nil, err
-	}
-	gateTimeout, _ := time.ParseDuration(p.cfg.Run.GateTimeout)
-	cache, err := gates.NewCache(filepath.Join(p.sluiceDir, "cache", "gates"))
-	if err != nil {
-		return nil, err
-	}
-	tmp := filepath.Join(p.sluiceDir, "worktrees", meta.RunID, "_tmp")
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("create the run's temp dir: %w", err)
-	}
-	active := activeCapabilities(p.capabilities, s.Settings.Capabilities)
-	taskGates, finalGates := gateCommands(p.resolved, p.cfg), []gates.Command(nil)
-	var exts []string
-	if len(taskGates) > 0 {
-		exts = taskGates[0].Extensions
-	}
-	if p.grid != nil {
-		taskGates = gridCommands(p.grid, "implementer->integrator", s.Settings.Depth, exts)
-		finalGates = gridCommands(p.grid, "integrator->done", s.Settings.Depth, exts)
-	}
-	capTask, capFinal := local.CapabilityGates(active, exts)
-	redactor := redact.FromEnv(opts.Environ)
-	x := &local.Executor{
-		Capabilities:     active,
-		CapabilityConfig: p.cfg.Capabilities.Config,
-		Schedule:         s.Settings.Schedule,
-		FinalGates:       append(finalGates, capFinal...),
-		RunID:            meta.RunID,
-		Repo:             p.repo,
-		Run:              st,
-		BaseSHA:          meta.BaseSHA,
-		WorktreesDir:     filepath.Join(p.sluiceDir, "worktrees", meta.RunID),
-		Integration:      integration,
-		Identity:         gitx.Identity{Name: "sluice", Email: "sluice@localhost", When: meta.StartedAt},
-		Gates:            append(taskGates, capTask...),
-		GateRunner:       &gates.Runner{Timeout: gateTimeout, Cache: cache, Env: opts.Environ},
-		Models:           models,
-		Agents:           reg,
-		Instructions:     inst.Text(),
-		Redactor:         redact.FromEnv(opts.Environ),
-		Tools: tools.Options{
-			BashTimeout: 5 * time.Minute,
-			OutputCap:   32 << 10,
-			Env:         opts.Environ,
-			SandboxExe:  opts.SandboxExe,
-			TempDir:     tmp,
-			Writable:    goBuildCache(ctx),
-			Redact:      redactor,
-			Warn:        onceEach(opts.Notice),
-		},
-		Budget:          local.NewBudget(s.Settings.Budget, s.Usage),
-		MaxTurns:        p.cfg.Budgets.TurnsPerDelegation,
-		ContextWindow:   p.cfg.Models.Tiers["standard"].ContextWindow,
-		MaxOutputTokens: p.cfg.Models.Tiers["standard"].MaxTokens,
-		Ask:             opts.Ask,
-		Activity:        opts.Activity,
-	}
-	x.Backend = pickBackend(p.cfg.Backend, opts.Notice)
+	x.Budget = local.NewBudget(s.Settings.Budget, s.Usage)
 	j := &journal{run: st}
 	eng := &engine.Engine{Exec: x, Journal: j, Now: opts.Now, Observe: opts.Observe}
 	if resumed != nil {
@@ -544,6 +473,120 @@ func (p *prepared) drive(ctx context.Context, opts Options, st *store.Run, meta 
 		p.cleanup(ctx, meta.RunID)
 	}
 	return res, nil
+}
+
+// integration checks out the run branch in the run's integration worktree
+// (kept when it is already there).
+func (p *prepared) integration(ctx context.Context, meta Meta) (string, error) {
+	dir := filepath.Join(p.sluiceDir, "worktrees", meta.RunID, "_integration")
+	if err := p.repo.AddWorktree(ctx, dir, loop.IntegrationBranch(meta.RunID), meta.BaseSHA); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// newExecutor builds the executor of a run on this machine, without a
+// budget account (the caller seeds it with what the run has spent). desc
+// says which models drive it when they come from the configuration.
+func (p *prepared) newExecutor(ctx context.Context, opts Options, st *store.Run, meta Meta, settings loop.Settings) (*local.Executor, string, error) {
+	var desc string
+	models := opts.Models
+	if models == nil {
+		router, d, err := pickModels(ctx, p.cfg, opts.Getenv)
+		if err != nil {
+			return nil, "", err
+		}
+		models, desc = router, d
+	}
+	integration, err := p.integration(ctx, meta)
+	if err != nil {
+		return nil, "", err
+	}
+	reg, warnings, err := agents.Load(p.root)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, w := range warnings {
+		opts.Notice("warning: " + w.String())
+	}
+	// The specialists the language manifest names (seed 000) fill their
+	// roles, prompt only.
+	for _, role := range []string{loop.RoleCodeReviewer, loop.RoleDesignSpec} {
+		r, ok := p.resolved.Roles[role]
+		if !ok || r.Kind != "agent" || r.Path == "" {
+			continue
+		}
+		a, err := agents.LoadFile(r.Path)
+		if err != nil {
+			opts.Notice(fmt.Sprintf("warning: the %s specialist %s: %v; using the built-in agent", role, r.Ref, err))
+			continue
+		}
+		if reg.UseSpecialist(role, a) {
+			opts.Notice(fmt.Sprintf("%s: %s (from the language manifest)", role, r.Ref))
+		}
+	}
+	userDir := userConfigDir(opts.Getenv)
+	inst, err := instructions.Load(p.root, userDir, p.cfg.Instructions.TokenBudget)
+	if err != nil {
+		return nil, "", err
+	}
+	gateTimeout, _ := time.ParseDuration(p.cfg.Run.GateTimeout)
+	cache, err := gates.NewCache(filepath.Join(p.sluiceDir, "cache", "gates"))
+	if err != nil {
+		return nil, "", err
+	}
+	tmp := filepath.Join(p.sluiceDir, "worktrees", meta.RunID, "_tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, "", fmt.Errorf("create the run's temp dir: %w", err)
+	}
+	active := activeCapabilities(p.capabilities, settings.Capabilities)
+	taskGates, finalGates := gateCommands(p.resolved, p.cfg), []gates.Command(nil)
+	var exts []string
+	if len(taskGates) > 0 {
+		exts = taskGates[0].Extensions
+	}
+	if p.grid != nil {
+		taskGates = gridCommands(p.grid, "implementer->integrator", settings.Depth, exts)
+		finalGates = gridCommands(p.grid, "integrator->done", settings.Depth, exts)
+	}
+	capTask, capFinal := local.CapabilityGates(active, exts)
+	redactor := redact.FromEnv(opts.Environ)
+	x := &local.Executor{
+		Capabilities:     active,
+		CapabilityConfig: p.cfg.Capabilities.Config,
+		Schedule:         settings.Schedule,
+		FinalGates:       append(finalGates, capFinal...),
+		RunID:            meta.RunID,
+		Repo:             p.repo,
+		Run:              st,
+		BaseSHA:          meta.BaseSHA,
+		WorktreesDir:     filepath.Join(p.sluiceDir, "worktrees", meta.RunID),
+		Integration:      integration,
+		Identity:         gitx.Identity{Name: "sluice", Email: "sluice@localhost", When: meta.StartedAt},
+		Gates:            append(taskGates, capTask...),
+		GateRunner:       &gates.Runner{Timeout: gateTimeout, Cache: cache, Env: opts.Environ},
+		Models:           models,
+		Agents:           reg,
+		Instructions:     inst.Text(),
+		Redactor:         redact.FromEnv(opts.Environ),
+		Tools: tools.Options{
+			BashTimeout: 5 * time.Minute,
+			OutputCap:   32 << 10,
+			Env:         opts.Environ,
+			SandboxExe:  opts.SandboxExe,
+			TempDir:     tmp,
+			Writable:    goBuildCache(ctx),
+			Redact:      redactor,
+			Warn:        onceEach(opts.Notice),
+		},
+		MaxTurns:        p.cfg.Budgets.TurnsPerDelegation,
+		ContextWindow:   p.cfg.Models.Tiers["standard"].ContextWindow,
+		MaxOutputTokens: p.cfg.Models.Tiers["standard"].MaxTokens,
+		Ask:             opts.Ask,
+		Activity:        opts.Activity,
+	}
+	x.Backend = pickBackend(p.cfg.Backend, opts.Notice)
+	return x, desc, nil
 }
 
 // cleanup removes a finished run's worktrees; its branch stays.

@@ -182,6 +182,17 @@ func Open(runDir string) (*Run, []Record, []Warning, error) {
 	return r, recs, warns, nil
 }
 
+// Attach opens an existing run directory for writing artifacts and
+// transcripts only, without taking its lock: for a worker that executes
+// actions of a run another process drives and journals (the Temporal
+// engine). Append on an attached Run fails.
+func Attach(runDir string) (*Run, error) {
+	if _, err := os.Stat(filepath.Join(runDir, JournalFile)); err != nil {
+		return nil, fmt.Errorf("attach to run %s: not a run directory: %w", runDir, err)
+	}
+	return &Run{dir: runDir}, nil
+}
+
 func openLocked(runDir, path string, lock *fileLock) (*Run, []Record, []Warning, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -306,6 +317,9 @@ func (r *Run) Append(recs ...Record) ([]Record, error) {
 	if r.closed {
 		return nil, ErrClosed
 	}
+	if r.journal == nil {
+		return nil, fmt.Errorf("append to the journal of %s: this process attached to the run for artifacts only; the process driving the run keeps its journal", r.dir)
+	}
 	if r.broken != nil {
 		return nil, fmt.Errorf("journal unusable after an earlier failure (reopen the run to recover): %w", r.broken)
 	}
@@ -391,6 +405,9 @@ func (r *Run) Close() error {
 		return nil
 	}
 	r.closed = true
+	if r.journal == nil {
+		return nil // attached: no journal, no lock
+	}
 	err := r.journal.Close()
 	if lerr := r.lock.release(); err == nil {
 		err = lerr

@@ -27,6 +27,7 @@ import (
 	"github.com/sluice-run/sluice/internal/cmd/sandboxexec"
 	"github.com/sluice-run/sluice/internal/cmd/status"
 	"github.com/sluice-run/sluice/internal/cmd/version"
+	workercmd "github.com/sluice-run/sluice/internal/cmd/worker"
 	"github.com/sluice-run/sluice/internal/cmdutil"
 )
 
@@ -65,6 +66,7 @@ check each through quality gates, merge, and report.`,
 		plancmd.NewCmd(f),
 		reportcmd.NewCmd(f),
 		version.NewCmd(f),
+		workercmd.NewCmd(f),
 	)
 	return cmd
 }

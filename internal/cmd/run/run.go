@@ -38,6 +38,8 @@ type flags struct {
 	budgetTokens int64
 	budgetUSD    float64
 	timeout      time.Duration
+	engine       string
+	temporal     run.TemporalOptions
 }
 
 func (fl *flags) register(cmd *cobra.Command, forResume bool) {
@@ -47,6 +49,11 @@ func (fl *flags) register(cmd *cobra.Command, forResume bool) {
 	cmd.Flags().Int64Var(&fl.budgetTokens, "budget-tokens", 0, "stop starting model calls after this many tokens (0: unlimited)")
 	cmd.Flags().Float64Var(&fl.budgetUSD, "budget-usd", 0, "stop starting model calls after this many dollars (0: unlimited)")
 	cmd.Flags().DurationVar(&fl.timeout, "timeout", 0, "pause the run after this much wall time (0: no limit)")
+	cmd.Flags().StringVar(&fl.engine, "engine", run.EngineLocal, "local (actions run here) or temporal (a workflow; `sluice worker` processes run the actions)")
+	cmd.Flags().StringVar(&fl.temporal.HostPort, "temporal", "", "with --engine temporal: the Temporal frontend address HOST:PORT")
+	cmd.Flags().StringVar(&fl.temporal.Namespace, "namespace", "default", "with --engine temporal: the Temporal namespace")
+	cmd.Flags().StringVar(&fl.temporal.TaskQueue, "task-queue", "sluice", "with --engine temporal: the task queue the workers poll")
+	cmd.Flags().DurationVar(&fl.temporal.Timeouts.Heartbeat, "heartbeat-timeout", time.Minute, "with --engine temporal: how long a silent worker keeps its action before another worker retries it")
 	if !forResume {
 		cmd.Flags().IntVarP(&fl.jobs, "jobs", "j", 0, "tasks run in parallel (default: from config, else the number of CPUs)")
 		cmd.Flags().StringVar(&fl.schedule, "schedule", "", "dag (a task starts as soon as it can) or waves (a barrier per wave)")
@@ -62,6 +69,18 @@ func (fl *flags) validate() error {
 	case "", "lightweight", "standard", "full":
 	default:
 		return fmt.Errorf("--depth %q: use lightweight, standard or full", fl.depth)
+	}
+	switch fl.engine {
+	case run.EngineLocal:
+	case run.EngineTemporal:
+		if fl.temporal.HostPort == "" {
+			return errors.New("--engine temporal needs --temporal HOST:PORT, the Temporal frontend address (e.g. 127.0.0.1:7233)")
+		}
+	default:
+		return fmt.Errorf("--engine %q: use local or temporal", fl.engine)
+	}
+	if fl.temporal.Timeouts.Heartbeat < 0 {
+		return errors.New("--heartbeat-timeout cannot be negative")
 	}
 	if fl.jobs < 0 || fl.budgetTokens < 0 || fl.budgetUSD < 0 || fl.timeout < 0 {
 		return errors.New("--jobs, --budget-tokens, --budget-usd and --timeout cannot be negative")
@@ -189,6 +208,8 @@ func options(ctx context.Context, f *cmdutil.Factory, fl *flags, cancel context.
 		Yes:        fl.yes,
 		Budget:     loop.Budget{Tokens: fl.budgetTokens, USD: fl.budgetUSD},
 		Timeout:    fl.timeout,
+		Engine:     fl.engine,
+		Temporal:   fl.temporal,
 		Getenv:     f.Getenv,
 		SandboxExe: exe,
 		Observe:    p.Entry,

@@ -61,7 +61,7 @@ type ExecutorSource interface {
 type Activities struct {
 	Source ExecutorSource
 	// HeartbeatEvery is how often a running action heartbeats; zero means
-	// every 10 seconds.
+	// three times per heartbeat timeout.
 	HeartbeatEvery time.Duration
 }
 
@@ -76,7 +76,11 @@ func (a *Activities) ExecuteAction(ctx context.Context, in ActionInput) (loop.Ev
 	}
 	every := a.HeartbeatEvery
 	if every <= 0 {
+		// Three beats per heartbeat timeout: one lost beat is no crash.
 		every = 10 * time.Second
+		if ht := activity.GetInfo(ctx).HeartbeatTimeout; ht > 0 {
+			every = ht / 3
+		}
 	}
 	done := make(chan struct{})
 	stopped := make(chan struct{})

@@ -83,6 +83,9 @@ func (t Timeouts) withDefaults() Timeouts {
 type Approval struct {
 	Approve bool   `json:"approve"`
 	Detail  string `json:"detail,omitempty"`
+	// Defer leaves the question open: the run pauses, as when no one can
+	// answer, and `sluice resume --yes` approves it later.
+	Defer bool `json:"defer,omitempty"`
 }
 
 // JournalPage is a slice of the workflow's journal entries.
@@ -131,6 +134,9 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (loop.State, error) {
 			return // no question is open: an early or repeated answer
 		}
 		ev := loop.Event{ActionID: asking.ID, Type: loop.EvUserAnswered, Approve: ap.Approve, Detail: ap.Detail}
+		if ap.Defer {
+			ev = loop.Event{ActionID: asking.ID, Type: loop.EvPaused, Reason: pausedForApproval}
+		}
 		asking = nil
 		entries = append(entries, loop.Entry{Event: &ev})
 		s = loop.Apply(s, ev)

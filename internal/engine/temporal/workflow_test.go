@@ -376,3 +376,16 @@ func TestViewKeepsPayloadsSmall(t *testing.T) {
 		t.Fatal("the view kept the in-flight set, or changed the state it was made from")
 	}
 }
+
+// TestDeferredApprovalPauses: an approver who cannot answer pauses the run
+// with the question still in flight.
+func TestDeferredApprovalPauses(t *testing.T) {
+	set := testSettings(1)
+	set.AutoApprove = false
+	r := runWorkflow(t, newStub(chainPlan(2)), RunInput{RunID: "r10", Settings: set, WaitForApproval: true}, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalApprove, Approval{Defer: true}) }, time.Minute)
+	})
+	if r.err != nil || r.state.Status != loop.StatusPaused || len(r.state.InFlight) != 1 {
+		t.Fatalf("status %s (%s), in flight %v, err %v", r.state.Status, r.state.Reason, r.state.InFlight, r.err)
+	}
+}

@@ -1,0 +1,334 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/sluice-run/sluice/internal/engine"
+	"github.com/sluice-run/sluice/internal/engine/local"
+	"github.com/sluice-run/sluice/internal/engine/temporal"
+	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/store"
+)
+
+// Engines a run can be driven by.
+const (
+	EngineLocal    = "local"
+	EngineTemporal = "temporal"
+)
+
+// TemporalOptions say which Temporal service runs the workflow.
+type TemporalOptions struct {
+	// HostPort is the frontend address, e.g. 127.0.0.1:7233.
+	HostPort  string
+	Namespace string
+	// TaskQueue is the queue the workers poll (default "sluice").
+	TaskQueue string
+	// Logger receives the SDK's logs (nil: discarded).
+	Logger *slog.Logger
+	// Timeouts override the activity timeouts.
+	Timeouts temporal.Timeouts
+	// Poll is how often the starter reads new journal entries (default
+	// 250ms).
+	Poll time.Duration
+}
+
+func (t TemporalOptions) withDefaults() TemporalOptions {
+	if t.Namespace == "" {
+		t.Namespace = "default"
+	}
+	if t.TaskQueue == "" {
+		t.TaskQueue = temporal.DefaultTaskQueue
+	}
+	if t.Logger == nil {
+		t.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if t.Poll <= 0 {
+		t.Poll = 250 * time.Millisecond
+	}
+	return t
+}
+
+func dial(ctx context.Context, t TemporalOptions) (client.Client, error) {
+	if t.HostPort == "" {
+		return nil, errors.New("no Temporal address: pass --temporal HOST:PORT (e.g. 127.0.0.1:7233)")
+	}
+	c, err := client.DialContext(ctx, client.Options{HostPort: t.HostPort, Namespace: t.Namespace, Logger: tlog.NewStructuredLogger(t.Logger)})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", t.HostPort, t.Namespace, err)
+	}
+	return c, nil
+}
+
+// WorkflowID is the id of a run's workflow.
+func WorkflowID(runID string) string { return "sluice-" + runID }
+
+// NewExecutor builds the executor of run runID of the repository at
+// opts.Root exactly as a local run builds it, for a worker executing the
+// actions of a run that another process drives: it takes neither the
+// repository's lock nor the run's, and writes artifacts and transcripts
+// into the run directory beside the driver. The budget account starts
+// empty; set x.Budget from what the run has spent. close releases it.
+func NewExecutor(ctx context.Context, runID string, opts Options) (x *local.Executor, close func() error, err error) {
+	opts = withDefaults(opts)
+	if runID == "" || filepath.Base(runID) != runID {
+		return nil, nil, fmt.Errorf("run id %q: want the name of a directory in .sluice/runs", runID)
+	}
+	p, err := load(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir := filepath.Join(p.runsDir, runID)
+	var meta Meta
+	data, err := os.ReadFile(filepath.Join(dir, metaFile))
+	if err == nil {
+		err = json.Unmarshal(data, &meta)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s of run %s (a worker needs the repository and its .sluice/runs on a shared path): %w", metaFile, runID, err)
+	}
+	st, err := store.Attach(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	x, _, err = p.newExecutor(ctx, opts, st, meta, meta.Settings)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	x.Budget = local.NewBudget(meta.Settings.Budget, loop.Usage{})
+	return x, st.Close, nil
+}
+
+// executors builds one executor per run (and budget limit) on a worker.
+type executors struct {
+	opts  Options
+	mu    sync.Mutex
+	byKey map[string]*local.Executor
+	close []func() error
+}
+
+func (e *executors) Executor(ctx context.Context, runID string, view loop.State) (engine.Executor, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// A resume may raise the budget: a new limit gets a new account.
+	key := fmt.Sprintf("%s|%d|%g", runID, view.Settings.Budget.Tokens, view.Settings.Budget.USD)
+	if x, ok := e.byKey[key]; ok {
+		return x, nil
+	}
+	x, closeFn, err := NewExecutor(ctx, runID, e.opts)
+	if err != nil {
+		return nil, err
+	}
+	x.Budget = local.NewBudget(view.Settings.Budget, view.Usage)
+	e.byKey[key] = x
+	e.close = append(e.close, closeFn)
+	return x, nil
+}
+
+func (e *executors) closeAll() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.close {
+		_ = c()
+	}
+}
+
+// Work runs a Temporal worker for the repository at opts.Root until ctx
+// ends: it runs the run workflow and executes its actions with real
+// components. Every worker of a task queue must see the same repository
+// and run directories (one machine, or a shared path).
+func Work(ctx context.Context, opts Options, t TemporalOptions) error {
+	opts = withDefaults(opts)
+	t = t.withDefaults()
+	if _, err := load(ctx, opts); err != nil {
+		return err
+	}
+	c, err := dial(ctx, t)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	src := &executors{opts: opts, byKey: map[string]*local.Executor{}}
+	defer src.closeAll()
+	w := worker.New(c, t.TaskQueue, worker.Options{})
+	temporal.Register(w, &temporal.Activities{Source: src})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start the worker on task queue %s: %w", t.TaskQueue, err)
+	}
+	opts.Notice(fmt.Sprintf("worker polling task queue %s on %s (namespace %s)", t.TaskQueue, t.HostPort, t.Namespace))
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// driveTemporal runs the loop as a Temporal workflow and journals it here:
+// it polls the workflow's journal query and writes every entry to the run
+// directory (and the live view) in the workflow's own order, so status,
+// log and report read the run as they read a local one. Approval questions
+// are put to opts.Ask and answered by signal.
+func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Run, meta Meta, s loop.State, resumed *loop.Event, res *Result) (*Result, error) {
+	t := opts.Temporal.withDefaults()
+	if _, err := p.integration(ctx, meta); err != nil {
+		return nil, err
+	}
+	j := &journal{run: st}
+	// The same journal discipline as the local engine: record, fold,
+	// observe, snapshot.
+	eng := &engine.Engine{Journal: j, Now: opts.Now, Observe: opts.Observe}
+	var err error
+	if resumed != nil {
+		if s, err = eng.Emit(s, *resumed); err != nil {
+			return nil, err
+		}
+	}
+	c, err := dial(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	wid := WorkflowID(meta.RunID)
+	start := s
+	in := temporal.RunInput{RunID: meta.RunID, Settings: s.Settings, State: &start, WaitForApproval: opts.Ask != nil, Timeouts: t.Timeouts}
+	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       wid,
+		TaskQueue:                t.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+	}, temporal.WorkflowName, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return nil, fmt.Errorf("the workflow %s of run %s is still running on Temporal; wait for it to end, or cancel it with `temporal workflow cancel -w %s`, then resume", wid, meta.RunID, wid)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start the workflow of run %s on Temporal at %s: %w", meta.RunID, t.HostPort, err)
+	}
+	runID := wr.GetRunID()
+
+	done := make(chan error, 1)
+	var final loop.State
+	go func() { done <- wr.Get(context.WithoutCancel(ctx), &final) }()
+
+	cursor := 0
+	pull := func(qctx context.Context) error {
+		v, err := c.QueryWorkflow(qctx, wid, runID, temporal.QueryJournal, cursor)
+		if err != nil {
+			return fmt.Errorf("read the journal of workflow %s: %w", wid, err)
+		}
+		var page temporal.JournalPage
+		if err := v.Get(&page); err != nil {
+			return fmt.Errorf("decode the journal of workflow %s: %w", wid, err)
+		}
+		for _, e := range page.Entries {
+			if s, err = record(eng, s, e); err != nil {
+				return err
+			}
+			cursor++
+			if a := e.Action; a != nil && a.Type == loop.ActAsk && opts.Ask != nil {
+				go func() {
+					approve, answered := opts.Ask(ctx, a.Question)
+					_ = c.SignalWorkflow(context.WithoutCancel(ctx), wid, runID, temporal.SignalApprove, temporal.Approval{Approve: approve, Defer: !answered})
+				}()
+			}
+		}
+		return nil
+	}
+	var limit <-chan time.Time
+	if opts.Timeout > 0 {
+		timer := time.NewTimer(opts.Timeout)
+		defer timer.Stop()
+		limit = timer.C
+	}
+	tick := time.NewTicker(t.Poll)
+	defer tick.Stop()
+	var stopReason string
+	var wfErr error
+wait:
+	for {
+		select {
+		case <-tick.C:
+			// A query can fail while no worker is up; the next tick retries.
+			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_ = pull(qctx)
+			cancel()
+		case <-limit:
+			stopReason = fmt.Sprintf("the run's time limit of %s ran out; resume with `sluice resume`", opts.Timeout)
+			_ = c.CancelWorkflow(context.WithoutCancel(ctx), wid, runID)
+			limit = nil
+		case <-ctx.Done():
+			_ = c.CancelWorkflow(context.WithoutCancel(ctx), wid, runID)
+			wfErr = <-done
+			break wait
+		case wfErr = <-done:
+			break wait
+		}
+	}
+	// The rest of the journal, from the closed workflow's history.
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	perr := pull(qctx)
+	cancel()
+	res.State = s
+	if perr != nil {
+		return res, perr
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("run interrupted: %w", ctx.Err())
+	}
+	if wfErr != nil && stopReason == "" {
+		return res, fmt.Errorf("the workflow %s of run %s failed: %w", wid, meta.RunID, wfErr)
+	}
+	if stopReason != "" {
+		if s, err = eng.Emit(s, loop.Event{Type: loop.EvPaused, Reason: stopReason}); err != nil {
+			return res, err
+		}
+		res.State = s
+		return res, nil
+	}
+	if got, want := stateJSON(s), stateJSON(final); got != want {
+		return res, fmt.Errorf("the journal of run %s does not fold to the workflow's result; the run directory may be incomplete (workflow %s)", meta.RunID, wid)
+	}
+	if err := j.Snapshot(s); err != nil {
+		return res, err
+	}
+	if s.Phase == loop.PhaseComplete {
+		p.cleanup(ctx, meta.RunID)
+	}
+	return res, nil
+}
+
+// record journals one entry the workflow made and folds it.
+func record(eng *engine.Engine, s loop.State, e loop.Entry) (loop.State, error) {
+	if e.Event != nil {
+		return eng.Emit(s, *e.Event)
+	}
+	if e.Action == nil {
+		return s, errors.New("the workflow's journal holds an entry with neither an action nor an event")
+	}
+	if err := eng.Journal.Record(e, eng.Now()); err != nil {
+		return s, fmt.Errorf("journal action %s: %w", e.Action.ID, err)
+	}
+	s = loop.Issue(s, *e.Action)
+	if eng.Observe != nil {
+		eng.Observe(e, s)
+	}
+	return s, nil
+}
+
+func stateJSON(s loop.State) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
