@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/sluice-run/sluice/internal/grid"
 	"github.com/sluice-run/sluice/internal/instructions"
 	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/mcp"
 	"github.com/sluice-run/sluice/internal/redact"
 	"github.com/sluice-run/sluice/internal/resolve"
 	"github.com/sluice-run/sluice/internal/store"
@@ -126,6 +128,7 @@ func Start(ctx context.Context, opts Options) (*Result, error) {
 	for _, n := range notices {
 		opts.Notice(n)
 	}
+	meta.Settings.GatePoints = local.GatePoints(active)
 	for _, c := range active {
 		meta.Settings.Capabilities = append(meta.Settings.Capabilities, c.ID)
 		if len(capability.Contributions([]capability.Capability{c}, "plan:post", loop.RoleDesignSpec)) > 0 {
@@ -443,6 +446,7 @@ func (p *prepared) drive(ctx context.Context, opts Options, st *store.Run, meta 
 	if err != nil {
 		return nil, err
 	}
+	defer x.Close()
 	if desc != "" {
 		res.Models = desc
 	}
@@ -586,6 +590,14 @@ func (p *prepared) newExecutor(ctx context.Context, opts Options, st *store.Run,
 		Activity:        opts.Activity,
 	}
 	x.Backend = pickBackend(p.cfg.Backend, opts.Notice)
+	if roles := p.cfg.MCP.Roles; len(roles) > 0 {
+		servers := p.cfg.MCP.Servers
+		set, err := mcp.Load(ctx, p.root, func(name string) bool { return len(servers) == 0 || slices.Contains(servers, name) })
+		if err != nil {
+			return nil, "", fmt.Errorf("start the MCP servers of .mcp.json: %w", err)
+		}
+		x.MCPTools, x.MCPRoles, x.Closer = set.Tools(), roles, set
+	}
 	return x, desc, nil
 }
 

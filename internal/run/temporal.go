@@ -111,7 +111,7 @@ func NewExecutor(ctx context.Context, runID string, opts Options) (x *local.Exec
 		return nil, nil, err
 	}
 	x.Budget = local.NewBudget(meta.Settings.Budget, loop.Usage{})
-	return x, st.Close, nil
+	return x, func() error { return errors.Join(x.Close(), st.Close()) }, nil
 }
 
 // executors builds one executor per run (and budget limit) on a worker.

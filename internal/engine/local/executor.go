@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,6 +88,8 @@ type Executor struct {
 	// roles in MCPRoles.
 	MCPTools []tools.Tool
 	MCPRoles []string
+	// Closer, when set, is closed with the executor (the MCP servers).
+	Closer io.Closer
 
 	// Backend runs delegations through a coding-agent CLI (claude-code,
 	// codex); nil runs sluice's own tool loop (the api backend).
@@ -97,6 +100,14 @@ type Executor struct {
 
 	baselineOnce sync.Once
 	baseline     map[string]gates.Result
+}
+
+// Close stops what the executor started for the run (MCP servers).
+func (x *Executor) Close() error {
+	if x.Closer == nil {
+		return nil
+	}
+	return x.Closer.Close()
 }
 
 // Execute carries out one action. Errors become events: a task action that
