@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
@@ -40,7 +41,10 @@ type Options struct {
 	Dir        string
 	Jobs       int
 	SandboxExe string
-	Run        run.Options
+	// Capabilities are enabled in the sample's configuration (e.g.
+	// security-review, design-spec).
+	Capabilities []string
+	Run          run.Options
 }
 
 // Result is a finished demo run and where to find it.
@@ -59,7 +63,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("create a directory for the demo: %w", err)
 		}
 	}
-	if err := WriteSample(ctx, dir); err != nil {
+	if err := WriteSample(ctx, dir, o.Capabilities...); err != nil {
 		return nil, err
 	}
 	s, err := fake.ParseScript(script)
@@ -92,10 +96,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return &Result{Dir: dir, Result: res}, nil
 }
 
-// WriteSample writes the embedded sample repository to dir and commits it.
-func WriteSample(ctx context.Context, dir string) error {
+// WriteSample writes the embedded sample repository to dir, with the given
+// capabilities enabled in its configuration, and commits it.
+func WriteSample(ctx context.Context, dir string, capabilities ...string) error {
 	ar := txtar.Parse(sample)
 	for _, f := range ar.Files {
+		if f.Name == ".sluice/config.yaml" && len(capabilities) > 0 {
+			f.Data = append(append([]byte(nil), f.Data...), fmt.Sprintf("capabilities:\n  enabled: [%s]\n", strings.Join(capabilities, ", "))...)
+		}
 		p := filepath.Join(dir, filepath.FromSlash(f.Name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return fmt.Errorf("write the sample repository: %w", err)

@@ -107,3 +107,53 @@ func TestParityBetweenOneJobAndEight(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoWithTheShippedCapabilities: security-review and design-spec enabled
+// on the demo produce their artifacts and gates: a design spec per plan
+// version, the checklist in every code review and only there, and the
+// blocking attested gate put to every verifier.
+func TestDemoWithTheShippedCapabilities(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole demo; skipped with -short")
+	}
+	dir := t.TempDir()
+	res, err := demo.Run(context.Background(), demo.Options{Dir: dir, Jobs: 4, Capabilities: []string{"design-spec", "security-review"},
+		Run: run.Options{Now: fixedClock(), Getenv: func(string) string { return "" }}})
+	if err != nil {
+		t.Fatalf("demo run: %v", err)
+	}
+	if res.State.Status != loop.StatusDone || strings.Join(res.State.Settings.Capabilities, ",") != "design-spec,security-review" {
+		t.Fatalf("status %s (%s), capabilities %v", res.State.Status, res.State.Reason, res.State.Settings.Capabilities)
+	}
+	for _, v := range []string{"1", "2"} {
+		spec, err := os.ReadFile(res.RunDir + "/artifacts/design-spec-v" + v + ".md")
+		if err != nil || !strings.Contains(string(spec), "Report(\"the cat THE hat\")") {
+			t.Fatalf("design spec of plan version %s: %v\n%s", v, err, spec)
+		}
+	}
+	transcripts, _ := os.ReadDir(res.RunDir + "/transcripts")
+	reviews := 0
+	for _, e := range transcripts {
+		data, _ := os.ReadFile(res.RunDir + "/transcripts/" + e.Name())
+		checklist := strings.Contains(string(data), "Security checklist")
+		attest := strings.Contains(string(data), "Blocking attested gate no-open-security-findings")
+		switch {
+		case strings.HasSuffix(e.Name(), "_review.jsonl"):
+			reviews++
+			if !checklist {
+				t.Errorf("%s: the code reviewer did not get the security checklist", e.Name())
+			}
+		case strings.HasSuffix(e.Name(), "_verify.jsonl"):
+			if !attest {
+				t.Errorf("%s: the verifier was not asked to attest the security gate", e.Name())
+			}
+		default:
+			if checklist || attest {
+				t.Errorf("%s: security-review reached a role it does not contribute into", e.Name())
+			}
+		}
+	}
+	if reviews != 4 {
+		t.Fatalf("%d code reviews, want one per task", reviews)
+	}
+}

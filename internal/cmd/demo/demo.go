@@ -19,6 +19,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	var dir string
 	var jobs int
 	var jsonOut bool
+	var capabilities []string
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole loop offline on a sample repository with a scripted model",
@@ -38,10 +39,11 @@ scripted replay served by sluice's fake model server on 127.0.0.1.`,
 			p.Note("sluice demo: the model is a SCRIPTED REPLAY (sluice's fake model server), not a real model; git, worktrees and `go test` gates are real")
 			exe, _ := f.Executable()
 			res, err := demo.Run(cmd.Context(), demo.Options{
-				Dir:        dir,
-				Jobs:       jobs,
-				SandboxExe: exe,
-				Run:        run.Options{Getenv: f.Getenv, Observe: p.Entry, Notice: p.Note},
+				Dir:          dir,
+				Jobs:         jobs,
+				SandboxExe:   exe,
+				Capabilities: capabilities,
+				Run:          run.Options{Getenv: f.Getenv, Observe: p.Entry, Notice: p.Note},
 			})
 			var rr *run.Result
 			if res != nil {
@@ -56,5 +58,6 @@ scripted replay served by sluice's fake model server on 127.0.0.1.`,
 	cmd.Flags().StringVar(&dir, "dir", "", "write the sample repository here instead of a new temporary directory")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 4, "tasks run in parallel")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the run's events as JSON Lines on stdout")
+	cmd.Flags().StringSliceVar(&capabilities, "capability", nil, "enable a capability in the sample (security-review, design-spec); repeatable")
 	return cmd
 }
