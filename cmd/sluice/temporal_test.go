@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"go/build"
 	"io"
 	"log/slog"
@@ -165,6 +166,34 @@ func TestTemporalEngineSurvivesAKilledWorker(t *testing.T) {
 	status, err := e.command(dir, "status").CombinedOutput()
 	if err != nil || !strings.Contains(string(status), "done  phase complete") {
 		t.Fatalf("sluice status on the temporal run: %v\n%s", err, status)
+	}
+
+	// A run paused by its time limit (the workflow is cancelled) resumes
+	// on the temporal engine to the same tree, on its own task queue.
+	paused := t.TempDir()
+	if err := demo.WriteSample(context.Background(), paused); err != nil {
+		t.Fatal(err)
+	}
+	w := e.command(paused, "worker", "--temporal", hostPort, "--task-queue", "paused")
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
+		_ = w.Wait()
+	})
+	flags := []string{"--engine", "temporal", "--temporal", hostPort, "--task-queue", "paused"}
+	first, err := e.command(paused, append(append([]string{"run", "--yes", "--jobs", "4", "--timeout", "3s"}, flags...), demo.Goal)...).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(first), "time limit of 3s ran out") {
+		t.Fatalf("want the run paused by its time limit (exit 3): %v\n%s", err, first)
+	}
+	second, err := e.command(paused, append([]string{"resume", "--yes"}, flags...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume on the temporal engine: %v\n%s", err, second)
+	}
+	if got := gitTree(t, paused, runBranch(t, paused)); got != want {
+		t.Fatalf("the resumed temporal run's branch tree is %s, want %s\n%s", got, want, second)
 	}
 }
 

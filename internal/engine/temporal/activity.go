@@ -20,7 +20,7 @@ import (
 )
 
 // Error types an activity fails with. The workflow's retry policy lists
-// the first three as non-retryable: retrying cannot fix them, and the
+// the first two as non-retryable: retrying cannot fix them, and the
 // reducer (not Temporal) decides whether a task gets another attempt.
 const (
 	// ErrTypeBudget: the run's budget ran out during the action. The error
@@ -30,7 +30,8 @@ const (
 	// event, which fails the attempt with the gate output.
 	ErrTypeGate = "GateFailed"
 	// ErrTypeSetup: the worker cannot build an executor for the run
-	// (missing repository, run directory or configuration).
+	// (missing repository, run directory or configuration). It is retried
+	// a bounded number of times, since another worker may be set up right.
 	ErrTypeSetup = "WorkerSetup"
 	// ErrTypeInterrupted: the action was cut short (the worker is shutting
 	// down or the call was cancelled); Temporal retries it, on this worker
@@ -71,7 +72,8 @@ type Activities struct {
 func (a *Activities) ExecuteAction(ctx context.Context, in ActionInput) (loop.Event, error) {
 	x, err := a.Source.Executor(ctx, in.RunID, in.View)
 	if err != nil {
-		return loop.Event{}, temporal.NewNonRetryableApplicationError(
+		// Retryable: another worker of the queue may be set up right.
+		return loop.Event{}, temporal.NewApplicationErrorWithCause(
 			fmt.Sprintf("prepare the executor of run %s on this worker: %v", in.RunID, err), ErrTypeSetup, err)
 	}
 	every := a.HeartbeatEvery

@@ -218,7 +218,7 @@ func sortedKeys(m map[string]workflow.Future) []string {
 
 // activityOptions bounds one action: delegations may run long and
 // heartbeat; every action is retried a bounded number of times, never for
-// budget, gate or setup failures.
+// budget or gate failures.
 func activityOptions(a loop.Action, t Timeouts) workflow.ActivityOptions {
 	timeout := t.Action
 	if a.Type == loop.ActDelegate {
@@ -233,7 +233,7 @@ func activityOptions(a loop.Action, t Timeouts) workflow.ActivityOptions {
 			BackoffCoefficient:     2,
 			MaximumInterval:        time.Minute,
 			MaximumAttempts:        t.Attempts,
-			NonRetryableErrorTypes: []string{ErrTypeBudget, ErrTypeGate, ErrTypeSetup},
+			NonRetryableErrorTypes: []string{ErrTypeBudget, ErrTypeGate},
 		},
 	}
 }

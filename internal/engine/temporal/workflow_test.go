@@ -389,3 +389,55 @@ func TestDeferredApprovalPauses(t *testing.T) {
 		t.Fatalf("status %s (%s), in flight %v, err %v", r.state.Status, r.state.Reason, r.state.InFlight, r.err)
 	}
 }
+
+// flakySource fails to build the executor the first time, as a worker
+// without the run directory does.
+type flakySource struct {
+	x     engine.Executor
+	mu    sync.Mutex
+	calls int
+}
+
+func (f *flakySource) Executor(context.Context, string, loop.State) (engine.Executor, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.calls == 1 {
+		return nil, fmt.Errorf("read meta.json: no such file")
+	}
+	return f.x, nil
+}
+
+// TestSetupErrorIsRetried: a worker that cannot set up the run fails the
+// activity with a retryable error; the retry (on a worker that can) runs
+// the action, and the run ends as if nothing happened.
+func TestSetupErrorIsRetried(t *testing.T) {
+	src := &flakySource{x: newStub(chainPlan(1))}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	Register(env, &Activities{Source: src})
+	env.ExecuteWorkflow(WorkflowName, RunInput{RunID: "r11", Settings: testSettings(1)})
+	var s loop.State
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.GetWorkflowResult(&s); err != nil || s.Status != loop.StatusDone {
+		t.Fatalf("status %s (%s), err %v", s.Status, s.Reason, err)
+	}
+	v, err := env.QueryWorkflow(QueryJournal, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page JournalPage
+	if err := v.Get(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range page.Entries {
+		if e.Event != nil && e.Event.Type == loop.EvActionError {
+			t.Fatalf("the setup failure reached the reducer: %+v", e.Event)
+		}
+	}
+	if src.calls < 2 {
+		t.Fatalf("the executor source was asked %d times", src.calls)
+	}
+}
