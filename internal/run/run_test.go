@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -156,4 +157,82 @@ func TestDemoWithTheShippedCapabilities(t *testing.T) {
 	if reviews != 4 {
 		t.Fatalf("%d code reviews, want one per task", reviews)
 	}
+}
+
+// TestDisabledOrIncompatibleCapabilityChangesNothing: a run with a disabled
+// capability and one whose runtimeCompat excludes the backend ends in the
+// same tree and state, with byte-identical delegations, prompts and
+// transcripts, as a run without them.
+func TestDisabledOrIncompatibleCapabilityChangesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole demo twice; skipped with -short")
+	}
+	runIn := func(dir string, extra func()) *demo.Result {
+		t.Helper()
+		extra()
+		res, err := demo.Run(context.Background(), demo.Options{Dir: dir, Jobs: 4, Run: run.Options{Now: fixedClock(), Getenv: func(string) string { return "" }}})
+		if err != nil || res.State.Status != loop.StatusDone {
+			t.Fatalf("demo in %s: %v", dir, err)
+		}
+		return res
+	}
+	plainDir, withDir := t.TempDir(), t.TempDir()
+	plain := runIn(plainDir, func() {})
+	with := runIn(withDir, func() {
+		// The demo writes the sample into an empty directory; a project
+		// capability that only runs under codex sits beside it, enabled, and
+		// security-review stays off.
+		capDir := withDir + "/.sluice/capabilities/cli-only"
+		if err := os.MkdirAll(capDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(capDir+"/capability.json", []byte(`{"id": "cli-only", "version": "1.0.0", "title": "CLI only", "description": "Only for codex.",
+  "tier": "standard", "default": "on", "runtimeCompat": ["codex"],
+  "contributions": [{"point": "execute:pre", "into": "executor", "fragment": {"inline": "Use the codex sandbox."}}]}`), 0o644)
+	})
+	if len(with.State.Settings.Capabilities) != 0 {
+		t.Fatalf("the incompatible capability was activated: %v", with.State.Settings.Capabilities)
+	}
+	// The capability's own file is part of the sample's base commit, so the
+	// runs are compared by what they changed.
+	if a, b := gitOut(t, plainDir, "diff", "main", plain.Branch), gitOut(t, withDir, "diff", "main", with.Branch); a != b {
+		t.Fatalf("the runs changed different things:\n%s\n---\n%s", a, b)
+	}
+	for _, sub := range []string{"artifacts", "transcripts"} {
+		entries, err := os.ReadDir(plain.RunDir + "/" + sub)
+		if err != nil || len(entries) == 0 {
+			t.Fatalf("%s: %v", sub, err)
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), "gates.json") || e.Name() == "baseline.json" {
+				continue // raw process results, with timings and timestamps
+			}
+			a, _ := os.ReadFile(plain.RunDir + "/" + sub + "/" + e.Name())
+			b, err := os.ReadFile(with.RunDir + "/" + sub + "/" + e.Name())
+			if err != nil {
+				t.Fatalf("%s/%s missing from the run with the capability", sub, e.Name())
+			}
+			if normalize(string(a), plainDir) != normalize(string(b), withDir) {
+				t.Fatalf("%s/%s differs between the runs", sub, e.Name())
+			}
+		}
+	}
+	sa, _ := json.Marshal(plain.State)
+	sb, _ := json.Marshal(with.State)
+	if a, b := normalize(string(sa), plainDir), normalize(string(sb), withDir); a != b {
+		i := 0
+		for i < len(a) && i < len(b) && a[i] == b[i] {
+			i++
+		}
+		t.Fatalf("end states differ at byte %d: %.120q vs %.120q", i, a[i:], b[i:])
+	}
+}
+
+// timing matches what differs between two runs that do the same thing: how
+// long a gate or a test took, whether its result came from the cache, and
+// commit ids (the runs start from different base commits).
+var timing = regexp.MustCompile(`"(duration|cached)": [^,\n]*,?|[0-9]+\.[0-9]+s|\(cached\)|[0-9a-f]{40}`)
+
+func normalize(s, dir string) string {
+	return timing.ReplaceAllString(strings.ReplaceAll(s, dir, "DIR"), "")
 }
