@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"go/build"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
@@ -169,7 +171,8 @@ func TestTemporalEngineSurvivesAKilledWorker(t *testing.T) {
 	}
 
 	// A run paused by its time limit (the workflow is cancelled) resumes
-	// on the temporal engine to the same tree, on its own task queue.
+	// on the temporal engine to the same tree, on its own task queue, with
+	// the workflow continuing as new along the way.
 	paused := t.TempDir()
 	if err := demo.WriteSample(context.Background(), paused); err != nil {
 		t.Fatal(err)
@@ -188,12 +191,17 @@ func TestTemporalEngineSurvivesAKilledWorker(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(first), "time limit of 3s ran out") {
 		t.Fatalf("want the run paused by its time limit (exit 3): %v\n%s", err, first)
 	}
-	second, err := e.command(paused, append([]string{"resume", "--yes"}, flags...)...).CombinedOutput()
+	// A small history bound makes the resumed workflow continue as new a
+	// few times; the starter follows the chain.
+	second, err := e.command(paused, append([]string{"resume", "--yes", "--continue-after", "12"}, flags...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("resume on the temporal engine: %v\n%s", err, second)
 	}
 	if got := gitTree(t, paused, runBranch(t, paused)); got != want {
 		t.Fatalf("the resumed temporal run's branch tree is %s, want %s\n%s", got, want, second)
+	}
+	if n := runsOf(t, c, "sluice-"+strings.TrimPrefix(runBranch(t, paused), "sluice/")); n < 3 {
+		t.Fatalf("the run's workflow had %d runs; with --continue-after 12 it should continue as new", n)
 	}
 }
 
@@ -217,4 +225,15 @@ func startsOf(t *testing.T, c client.Client, workflowID, id string) int {
 		}
 	}
 	return n
+}
+
+// runsOf counts the runs of a workflow id (its first start, its resumes
+// and the runs it continued as new into).
+func runsOf(t *testing.T, c client.Client, workflowID string) int {
+	t.Helper()
+	resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", workflowID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(resp.GetExecutions())
 }

@@ -45,6 +45,9 @@ type TemporalOptions struct {
 	// Poll is how often the starter reads new journal entries (default
 	// 250ms).
 	Poll time.Duration
+	// ContinueAfter bounds each workflow history to about this many
+	// journal entries (zero: temporal.DefaultContinueAfter).
+	ContinueAfter int
 }
 
 func (t TemporalOptions) withDefaults() TemporalOptions {
@@ -203,7 +206,7 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 	defer c.Close()
 	wid := WorkflowID(meta.RunID)
 	start := s
-	in := temporal.RunInput{RunID: meta.RunID, Settings: s.Settings, State: &start, WaitForApproval: opts.Ask != nil, Timeouts: t.Timeouts}
+	in := temporal.RunInput{RunID: meta.RunID, Settings: s.Settings, State: &start, WaitForApproval: opts.Ask != nil, Timeouts: t.Timeouts, ContinueAfter: t.ContinueAfter}
 	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       wid,
 		TaskQueue:                t.TaskQueue,
@@ -223,29 +226,40 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 	var final loop.State
 	go func() { done <- wr.Get(context.WithoutCancel(ctx), &final) }()
 
+	// cursor numbers the entries across the chain of runs the workflow
+	// continues as new into; runID is the run being read.
 	cursor := 0
 	pull := func(qctx context.Context) error {
-		v, err := c.QueryWorkflow(qctx, wid, runID, temporal.QueryJournal, cursor)
-		if err != nil {
-			return fmt.Errorf("read the journal of workflow %s: %w", wid, err)
-		}
-		var page temporal.JournalPage
-		if err := v.Get(&page); err != nil {
-			return fmt.Errorf("decode the journal of workflow %s: %w", wid, err)
-		}
-		for _, e := range page.Entries {
-			if s, err = record(eng, s, e); err != nil {
+		for {
+			v, err := c.QueryWorkflow(qctx, wid, runID, temporal.QueryJournal, cursor)
+			if err != nil {
+				return fmt.Errorf("read the journal of workflow %s: %w", wid, err)
+			}
+			var page temporal.JournalPage
+			if err := v.Get(&page); err != nil {
+				return fmt.Errorf("decode the journal of workflow %s: %w", wid, err)
+			}
+			for _, e := range page.Entries {
+				if s, err = record(eng, s, e); err != nil {
+					return err
+				}
+				cursor++
+				if a := e.Action; a != nil && a.Type == loop.ActAsk && opts.Ask != nil {
+					go func() {
+						approve, answered := opts.Ask(ctx, a.Question)
+						// The question may by now be open in a later run of
+						// the chain: signal the current one.
+						_ = c.SignalWorkflow(context.WithoutCancel(ctx), wid, "", temporal.SignalApprove, temporal.Approval{Approve: approve, Defer: !answered})
+					}()
+				}
+			}
+			if !page.Continued {
+				return nil
+			}
+			if runID, err = continuedRun(qctx, c, wid, runID); err != nil {
 				return err
 			}
-			cursor++
-			if a := e.Action; a != nil && a.Type == loop.ActAsk && opts.Ask != nil {
-				go func() {
-					approve, answered := opts.Ask(ctx, a.Question)
-					_ = c.SignalWorkflow(context.WithoutCancel(ctx), wid, runID, temporal.SignalApprove, temporal.Approval{Approve: approve, Defer: !answered})
-				}()
-			}
 		}
-		return nil
 	}
 	var limit <-chan time.Time
 	if opts.Timeout > 0 {
@@ -267,10 +281,10 @@ wait:
 			cancel()
 		case <-limit:
 			stopReason = fmt.Sprintf("the run's time limit of %s ran out; resume with `sluice resume`", opts.Timeout)
-			_ = c.CancelWorkflow(context.WithoutCancel(ctx), wid, runID)
+			_ = c.CancelWorkflow(context.WithoutCancel(ctx), wid, "")
 			limit = nil
 		case <-ctx.Done():
-			_ = c.CancelWorkflow(context.WithoutCancel(ctx), wid, runID)
+			_ = c.CancelWorkflow(context.WithoutCancel(ctx), wid, "")
 			wfErr = <-done
 			break wait
 		case wfErr = <-done:
@@ -308,6 +322,21 @@ wait:
 		p.cleanup(ctx, meta.RunID)
 	}
 	return res, nil
+}
+
+// continuedRun is the run a workflow run continued as new into.
+func continuedRun(ctx context.Context, c client.Client, wid, runID string) (string, error) {
+	it := c.GetWorkflowHistory(ctx, wid, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return "", fmt.Errorf("read how run %s of workflow %s closed: %w", runID, wid, err)
+		}
+		if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+			return a.GetNewExecutionRunId(), nil
+		}
+	}
+	return "", fmt.Errorf("run %s of workflow %s says it continued as new, but its history has no such event", runID, wid)
 }
 
 // record journals one entry the workflow made and folds it.

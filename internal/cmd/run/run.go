@@ -53,6 +53,7 @@ func (fl *flags) register(cmd *cobra.Command, forResume bool) {
 	cmd.Flags().StringVar(&fl.temporal.HostPort, "temporal", "", "with --engine temporal: the Temporal frontend address HOST:PORT")
 	cmd.Flags().StringVar(&fl.temporal.Namespace, "namespace", "default", "with --engine temporal: the Temporal namespace")
 	cmd.Flags().StringVar(&fl.temporal.TaskQueue, "task-queue", "sluice", "with --engine temporal: the task queue the workers poll")
+	cmd.Flags().IntVar(&fl.temporal.ContinueAfter, "continue-after", 0, "with --engine temporal: continue the workflow as new after this many journal entries, keeping each history small (0: 2000)")
 	cmd.Flags().DurationVar(&fl.temporal.Timeouts.Heartbeat, "heartbeat-timeout", time.Minute, "with --engine temporal: how long a silent worker keeps its action before another worker retries it")
 	if !forResume {
 		cmd.Flags().IntVarP(&fl.jobs, "jobs", "j", 0, "tasks run in parallel (default: from config, else the number of CPUs)")
@@ -79,8 +80,8 @@ func (fl *flags) validate() error {
 	default:
 		return fmt.Errorf("--engine %q: use local or temporal", fl.engine)
 	}
-	if fl.temporal.Timeouts.Heartbeat < 0 {
-		return errors.New("--heartbeat-timeout cannot be negative")
+	if fl.temporal.Timeouts.Heartbeat < 0 || fl.temporal.ContinueAfter < 0 {
+		return errors.New("--heartbeat-timeout and --continue-after cannot be negative")
 	}
 	if fl.jobs < 0 || fl.budgetTokens < 0 || fl.budgetUSD < 0 || fl.timeout < 0 {
 		return errors.New("--jobs, --budget-tokens, --budget-usd and --timeout cannot be negative")

@@ -48,7 +48,20 @@ type RunInput struct {
 	WaitForApproval bool `json:"wait_for_approval,omitempty"`
 	// Timeouts override the activity timeouts (zero fields: defaults).
 	Timeouts Timeouts `json:"timeouts,omitzero"`
+	// ContinueAfter bounds each history: after this many journal entries
+	// (zero: DefaultContinueAfter), or when the server suggests it, the
+	// workflow stops issuing work, lets what runs finish, and continues as
+	// new with the folded state. The reducer's state is its whole memory,
+	// so nothing else needs carrying over.
+	ContinueAfter int `json:"continue_after,omitempty"`
+	// JournalBase is the number of journal entries earlier runs of the
+	// chain made; the journal query numbers entries from it.
+	JournalBase int `json:"journal_base,omitempty"`
 }
+
+// DefaultContinueAfter is about 1000 actions, some 6000 history events:
+// well inside Temporal's history limits, with payloads kept small by View.
+const DefaultContinueAfter = 2000
 
 // Timeouts bound each action's activity.
 type Timeouts struct {
@@ -93,6 +106,9 @@ type JournalPage struct {
 	Entries []loop.Entry `json:"entries"`
 	// Next is the index to ask for next time.
 	Next int `json:"next"`
+	// Continued says this run of the workflow continued as new: the
+	// entries from Next on are in the next run of the chain.
+	Continued bool `json:"continued,omitempty"`
 }
 
 // pausedForApproval is the local engine's reason when no one can approve.
@@ -111,14 +127,16 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (loop.State, error) {
 		s = *in.State
 	}
 	var entries []loop.Entry
+	continued := false
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (loop.State, error) { return s, nil }); err != nil {
 		return s, fmt.Errorf("register the %s query: %w", QueryStatus, err)
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryJournal, func(from int) (JournalPage, error) {
-		if from < 0 || from > len(entries) {
-			return JournalPage{}, fmt.Errorf("journal index %d is outside 0..%d", from, len(entries))
+		i := from - in.JournalBase
+		if i < 0 || i > len(entries) {
+			return JournalPage{}, fmt.Errorf("journal index %d is outside this run's %d..%d", from, in.JournalBase, in.JournalBase+len(entries))
 		}
-		return JournalPage{Entries: entries[from:], Next: len(entries)}, nil
+		return JournalPage{Entries: entries[i:], Next: in.JournalBase + len(entries), Continued: continued}, nil
 	}); err != nil {
 		return s, fmt.Errorf("register the %s query: %w", QueryJournal, err)
 	}
@@ -169,6 +187,11 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (loop.State, error) {
 			delete(pending, a.ID)
 			var ev loop.Event
 			if err := f.Get(ctx, &ev); err != nil {
+				if ctx.Err() != nil || temporal.IsCanceledError(err) {
+					// The run is being cancelled: like the local engine,
+					// leave the action in flight for a resume.
+					return
+				}
 				ev = eventOf(a, err)
 			}
 			ev.ActionID = a.ID
@@ -179,15 +202,22 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (loop.State, error) {
 	for _, a := range loop.InFlightActions(s) {
 		start(a)
 	}
+	limit := in.ContinueAfter
+	if limit <= 0 {
+		limit = DefaultContinueAfter
+	}
+	draining := func() bool {
+		return len(entries) >= limit || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+	}
 	for {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !draining() {
 			for _, a := range loop.Next(s) {
 				entries = append(entries, loop.Entry{Action: &a})
 				s = loop.Issue(s, a)
 				start(a)
 			}
 		}
-		if running == 0 && asking == nil {
+		if running == 0 && (asking == nil || draining()) {
 			break
 		}
 		sel.Select(ctx)
@@ -203,6 +233,19 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (loop.State, error) {
 			_ = pending[id].Get(ctx, nil)
 		}
 		return s, temporal.NewCanceledError(fmt.Sprintf("run %s cancelled", in.RunID))
+	}
+	// Signals that arrived with the last outcomes are handled here, or the
+	// new run would never see them.
+	for sel.HasPending() {
+		sel.Select(ctx)
+	}
+	if draining() && len(loop.Next(s)) > 0 || asking != nil {
+		// More to do than this history should hold: carry the state (and
+		// any open question, which is still in flight in it) to a new run.
+		next := in
+		next.State, next.JournalBase = &s, in.JournalBase+len(entries)
+		continued = true
+		return s, workflow.NewContinueAsNewError(ctx, WorkflowName, next)
 	}
 	return s, nil
 }

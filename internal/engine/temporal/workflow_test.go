@@ -3,13 +3,16 @@ package temporal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluice-run/sluice/internal/engine"
 	"github.com/sluice-run/sluice/internal/loop"
@@ -439,5 +442,113 @@ func TestSetupErrorIsRetried(t *testing.T) {
 	}
 	if src.calls < 2 {
 		t.Fatalf("the executor source was asked %d times", src.calls)
+	}
+}
+
+// TestContinueAsNewKeepsHistoriesBounded: with a small entry limit the
+// workflow drains and continues as new several times, carrying only the
+// folded state; the chain ends exactly where one long run ends, and the
+// journal pages, numbered across the chain, fold to that state.
+func TestContinueAsNewKeepsHistoriesBounded(t *testing.T) {
+	x := newStub(chainPlan(5))
+	in := RunInput{RunID: "r12", Settings: testSettings(2), ContinueAfter: 12}
+	var journal []loop.Entry
+	runs := 0
+	var s loop.State
+	for {
+		runs++
+		if runs > 40 {
+			t.Fatal("the chain does not end")
+		}
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestWorkflowEnvironment()
+		Register(env, &Activities{Source: stubSource{x}})
+		env.ExecuteWorkflow(WorkflowName, in)
+		v, err := env.QueryWorkflow(QueryJournal, in.JournalBase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page JournalPage
+		if err := v.Get(&page); err != nil {
+			t.Fatal(err)
+		}
+		journal = append(journal, page.Entries...)
+		if page.Next != len(journal) {
+			t.Fatalf("run %d: journal page ends at %d, want %d", runs, page.Next, len(journal))
+		}
+		var can *workflow.ContinueAsNewError
+		if err := env.GetWorkflowError(); errors.As(err, &can) {
+			if !page.Continued {
+				t.Fatalf("run %d continued as new but its journal does not say so", runs)
+			}
+			if len(page.Entries) > in.ContinueAfter+2*in.Settings.Jobs+2 {
+				t.Fatalf("run %d made %d entries with a limit of %d", runs, len(page.Entries), in.ContinueAfter)
+			}
+			in = RunInput{}
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.GetWorkflowResult(&s); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	if runs < 3 {
+		t.Fatalf("%d runs: the limit did not continue the workflow as new", runs)
+	}
+	if s.Status != loop.StatusDone {
+		t.Fatalf("status %s (%s)", s.Status, s.Reason)
+	}
+	for id, n := range x.completed {
+		if n != 1 {
+			t.Errorf("delegation %s completed %d times across the chain", id, n)
+		}
+	}
+	if folded := loop.Fold(loop.New("r12", testSettings(2)), journal); encode(t, folded) != encode(t, s) {
+		t.Fatal("the chain's journal does not fold to its final state")
+	}
+}
+
+// blockingExec holds one delegation until its context ends.
+type blockingExec struct {
+	*stubExec
+	block   string
+	started func()
+}
+
+func (b *blockingExec) Execute(ctx context.Context, s loop.State, a loop.Action) loop.Event {
+	if a.ID == b.block {
+		b.started()
+		<-ctx.Done()
+		return loop.Event{Type: loop.EvDelegationFail, Reason: loop.ReasonCancelled, Detail: "cancelled"}
+	}
+	return b.stubExec.Execute(ctx, s, a)
+}
+
+// TestCancelLeavesWorkInFlight: a cancelled workflow folds no outcome of
+// the cancelled activity; the action stays in flight in the journal, and a
+// resume from the journal runs it and finishes.
+func TestCancelLeavesWorkInFlight(t *testing.T) {
+	x := newStub(chainPlan(2))
+	b := &blockingExec{stubExec: x, block: "plan/i1"}
+	r := runWorkflow(t, b, RunInput{RunID: "r13", Settings: testSettings(1)}, func(env *testsuite.TestWorkflowEnvironment) {
+		// The mock clock stands still while an activity runs: cancel from
+		// the activity's side once the planner is under way.
+		b.started = func() { go env.CancelWorkflow() }
+	})
+	if r.err == nil {
+		t.Fatal("a cancelled workflow ended without an error")
+	}
+	s := loop.Fold(loop.New("r13", testSettings(1)), r.journal)
+	if _, ok := s.InFlight["plan/i1"]; !ok || s.Status != loop.StatusRunning {
+		t.Fatalf("after the cancel: status %s, in flight %v; want plan/i1 in flight", s.Status, s.InFlight)
+	}
+	r2 := runWorkflow(t, x, RunInput{RunID: "r13", Settings: testSettings(1), State: &s}, nil)
+	if r2.err != nil || r2.state.Status != loop.StatusDone {
+		t.Fatalf("resumed: status %s (%s), err %v", r2.state.Status, r2.state.Reason, r2.err)
 	}
 }
