@@ -68,7 +68,7 @@ func startDevServer(t *testing.T) *testsuite.DevServer {
 
 // TestTemporalEngineSurvivesAKilledWorker runs the demo plan as a Temporal
 // workflow on a real dev server with two `sluice worker` processes, kills
-// the one running a task's executor delegation (SIGKILL), and checks that
+// the one running a task's delegation (SIGKILL), and checks that
 // the delegation is retried on the other worker, that no delegation whose
 // completion was journaled is sent again, that the run ends with the same
 // run-branch tree as the local engine, and that status reads the run
@@ -118,7 +118,7 @@ func TestTemporalEngineSurvivesAKilledWorker(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run.Wait() }()
 
-	// Kill the worker that is running a task's executor delegation.
+	// Kill the worker that is running one of a task's delegations.
 	var killedAction, workflowID string
 	deadline := time.After(5 * time.Minute)
 	for killedAction == "" {
@@ -126,7 +126,7 @@ func TestTemporalEngineSurvivesAKilledWorker(t *testing.T) {
 		case err := <-done:
 			t.Fatalf("the run ended before a worker could be killed mid-delegation (err %v):\n%s", err, out.String())
 		case <-deadline:
-			t.Fatalf("no executor delegation started within 5 minutes:\n%s", out.String())
+			t.Fatalf("no task delegation started within 5 minutes:\n%s", out.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		runs, _ := filepath.Glob(filepath.Join(dir, ".sluice", "runs", "*", "meta.json"))
@@ -139,7 +139,9 @@ func TestTemporalEngineSurvivesAKilledWorker(t *testing.T) {
 			continue
 		}
 		for _, pa := range desc.GetPendingActivities() {
-			if !strings.HasSuffix(pa.GetActivityId(), "/execute") || pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			id := pa.GetActivityId()
+			delegation := strings.HasSuffix(id, "/execute") || strings.HasSuffix(id, "/review") || strings.HasSuffix(id, "/verify")
+			if !strings.HasPrefix(id, "task/") || !delegation || pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
 				continue
 			}
 			pid, _, _ := strings.Cut(pa.GetLastWorkerIdentity(), "@")
