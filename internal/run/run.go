@@ -135,6 +135,13 @@ func Start(ctx context.Context, opts Options) (*Result, error) {
 			meta.Settings.DesignSpec = true
 		}
 	}
+	if opts.Models == nil && opts.Engine != EngineTemporal {
+		// Fail before anything is written: a run that cannot reach a model
+		// leaves no run directory and no branch behind.
+		if _, _, err := pickModels(ctx, p.cfg, opts.Getenv); err != nil {
+			return nil, err
+		}
+	}
 	st, err := store.Create(p.runsDir, meta.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("a run named %s: %w", meta.RunID, err)
