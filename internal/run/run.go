@@ -536,7 +536,7 @@ func (p *prepared) newExecutor(ctx context.Context, opts Options, st *store.Run,
 			opts.Notice(fmt.Sprintf("%s: %s (from the language manifest)", role, r.Ref))
 		}
 	}
-	userDir := userConfigDir(opts.Getenv)
+	userDir := config.UserDir(opts.Getenv)
 	inst, err := instructions.Load(p.root, userDir, p.cfg.Instructions.TokenBudget)
 	if err != nil {
 		return nil, "", err
@@ -579,7 +579,7 @@ func (p *prepared) newExecutor(ctx context.Context, opts Options, st *store.Run,
 		Models:           models,
 		Agents:           reg,
 		Instructions:     inst.Text(),
-		Redactor:         redact.FromEnv(opts.Environ),
+		Redactor:         redactor,
 		Tools: tools.Options{
 			BashTimeout: 5 * time.Minute,
 			OutputCap:   32 << 10,
@@ -618,16 +618,6 @@ func (p *prepared) cleanup(ctx context.Context, runID string) {
 		}
 	}
 	_ = os.RemoveAll(dir)
-}
-
-func userConfigDir(getenv func(string) string) string {
-	if x := getenv("XDG_CONFIG_HOME"); x != "" {
-		return filepath.Join(x, "sluice")
-	}
-	if h := getenv("HOME"); h != "" {
-		return filepath.Join(h, ".config", "sluice")
-	}
-	return ""
 }
 
 // goBuildCache is the Go build cache, made writable to executors' bash so

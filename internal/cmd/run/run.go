@@ -107,24 +107,14 @@ gates, 1 when the run ended with failures, 3 when it paused (budget, time
 limit, or a plan awaiting approval); "sluice resume" continues a paused run.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := fl.validate(); err != nil {
-				return err
-			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			opts, p, stop, err := options(ctx, f, fl, cancel)
-			if err != nil {
-				return err
-			}
-			goal, err := expandGoal(opts.Root, args, p)
-			if err != nil {
-				stop()
-				return err
-			}
-			opts.Goal = goal
-			res, err := run.Start(ctx, opts)
-			stop()
-			return Present(cmd.Context(), f, p, fl.json, res, err)
+			return execute(cmd, f, fl, func(ctx context.Context, opts run.Options, p *ui.RunPrinter) (*run.Result, error) {
+				goal, err := expandGoal(opts.Root, args, p)
+				if err != nil {
+					return nil, err
+				}
+				opts.Goal = goal
+				return run.Start(ctx, opts)
+			})
 		},
 	}
 	fl.register(cmd, false)
@@ -143,26 +133,37 @@ Raise the budget with --budget-tokens or --budget-usd; approve a plan that
 awaits approval with --yes.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := fl.validate(); err != nil {
-				return err
-			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			opts, p, stop, err := options(ctx, f, fl, cancel)
-			if err != nil {
-				return err
-			}
 			id := ""
 			if len(args) == 1 {
 				id = args[0]
 			}
-			res, err := run.Resume(ctx, id, opts)
-			stop()
-			return Present(cmd.Context(), f, p, fl.json, res, err)
+			return execute(cmd, f, fl, func(ctx context.Context, opts run.Options, p *ui.RunPrinter) (*run.Result, error) {
+				return run.Resume(ctx, id, opts)
+			})
 		},
 	}
 	fl.register(cmd, true)
 	return cmd
+}
+
+// execute is what run and resume share: check the flags, set up the output
+// (the live view on a terminal), drive the run, and present where it ended.
+func execute(cmd *cobra.Command, f *cmdutil.Factory, fl *flags, drive func(context.Context, run.Options, *ui.RunPrinter) (*run.Result, error)) error {
+	if err := fl.validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	opts, p, stop, err := options(ctx, f, fl, cancel)
+	if err != nil {
+		return err
+	}
+	res, err := drive(ctx, opts, p)
+	stop()
+	if res == nil && err != nil {
+		return err
+	}
+	return Present(cmd.Context(), f, p, fl.json, res, err)
 }
 
 // expandGoal turns `/name args` into the text of the project's slash
