@@ -244,19 +244,64 @@ func stageAction(s State, t *TaskState) Action {
 		Depth:   taskDepth(s, t.ID),
 		Branch:  TaskBranch(s.RunID, t.ID, t.Attempt),
 	}
-	switch t.Stage {
+	a.Type, a.Role = stageWork(t.Stage)
+	return a
+}
+
+// stageWork is the action type, and for a delegation the role, that does a
+// task's stage.
+func stageWork(st Stage) (ActionType, string) {
+	switch st {
 	case StageWorktree:
-		a.Type = ActWorktree
+		return ActWorktree, ""
 	case StageExecute:
-		a.Type, a.Role = ActDelegate, RoleExecutor
+		return ActDelegate, RoleExecutor
 	case StageGates:
-		a.Type = ActGates
+		return ActGates, ""
 	case StageReview:
-		a.Type, a.Role = ActDelegate, RoleCodeReviewer
+		return ActDelegate, RoleCodeReviewer
 	case StageVerify:
-		a.Type, a.Role = ActDelegate, RoleVerifier
+		return ActDelegate, RoleVerifier
 	case StageMerge:
-		a.Type = ActMerge
+		return ActMerge, ""
+	}
+	return "", ""
+}
+
+// ActionOfID reads back what an action id says about its action: its type,
+// role, task and attempt. Ids are derived from the state (see Next), which
+// is what makes them readable; a display uses this once the action is no
+// longer in flight.
+func ActionOfID(id string) Action {
+	a := Action{ID: id}
+	parts := strings.Split(id, "/")
+	switch parts[0] {
+	case "baseline":
+		a.Type = ActBaseline
+	case "final":
+		a.Type = ActFinalVerify
+	case "approve":
+		a.Type = ActAsk
+	case "point":
+		a.Type = ActPoint
+		if len(parts) > 1 {
+			a.Point = parts[1]
+		}
+	case "research":
+		a.Type, a.Role = ActDelegate, RoleResearcher
+	case "plan":
+		a.Type, a.Role = ActDelegate, RolePlanner
+		if len(parts) == 3 && parts[2] == RoleDesignSpec {
+			a.Role = RoleDesignSpec
+		}
+	case "critique":
+		a.Type, a.Role = ActDelegate, RoleCritic
+	case "task":
+		if len(parts) == 4 {
+			a.TaskID = parts[1]
+			fmt.Sscanf(parts[2], "a%d", &a.Attempt)
+			a.Type, a.Role = stageWork(Stage(parts[3]))
+		}
 	}
 	return a
 }

@@ -483,3 +483,29 @@ func TestAFailingBlockingPointGateFailsTheRun(t *testing.T) {
 		}
 	}
 }
+
+// TestActionOfIDReadsBackEveryActionTheLoopIssues: for every action a run
+// issues (with design spec, gate points and waves), the id alone gives back
+// its type, role, task and attempt.
+func TestActionOfIDReadsBackEveryActionTheLoopIssues(t *testing.T) {
+	st := settings()
+	st.Schedule, st.DesignSpec, st.GatePoints = "waves", true, runLevelPoints
+	st.AutoApprove = false
+	w := &world{plan: diamond(), critic: []string{"REVISE"}, gatesPass: func(task string, attempt int) bool { return task != "t2" || attempt > 1 }}
+	_, journal := run(t, New("r1", st), w, nil)
+	seen := 0
+	for _, e := range journal {
+		if e.Action == nil {
+			continue
+		}
+		a := *e.Action
+		got := ActionOfID(a.ID)
+		if got.Type != a.Type || got.Role != a.Role || got.TaskID != a.TaskID || got.Attempt != a.Attempt || got.Point != a.Point {
+			t.Fatalf("ActionOfID(%q) = %+v, issued as %+v", a.ID, got, a)
+		}
+		seen++
+	}
+	if seen < 30 {
+		t.Fatalf("only %d actions checked", seen)
+	}
+}

@@ -207,7 +207,7 @@ func Collect(l *run.Loaded) *Data {
 		}
 		switch ev.Type {
 		case loop.EvGatesEvaluated:
-			a, _ := parseTaskAction(ev.ActionID)
+			a := loop.ActionOfID(ev.ActionID)
 			if tv := tasks[a.TaskID]; tv != nil {
 				g := gateRun(l.Dir, ev, "attempt "+strconv.Itoa(a.Attempt))
 				tv.Gates = append(tv.Gates, g)
@@ -296,21 +296,6 @@ func collectBars(l *run.Loaded) []Bar {
 		bars[i].End = last
 	}
 	return bars
-}
-
-func parseTaskAction(id string) (loop.Action, bool) {
-	parts := strings.Split(id, "/")
-	if len(parts) != 4 || parts[0] != "task" || !strings.HasPrefix(parts[2], "a") {
-		return loop.Action{}, false
-	}
-	n := 0
-	for _, c := range parts[2][1:] {
-		if c < '0' || c > '9' {
-			return loop.Action{}, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return loop.Action{ID: id, TaskID: parts[1], Attempt: n}, true
 }
 
 // gateResult is the part of a gates artifact (gates.Result) the report

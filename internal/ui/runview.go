@@ -108,7 +108,7 @@ func Describe(e loop.Entry, s loop.State) string {
 		return ""
 	}
 	ev := e.Event
-	a, _ := actionOf(s, ev)
+	a := actionOf(s, ev)
 	who := a.TaskID
 	if who == "" {
 		who = string(phaseOfRole(a.Role))
@@ -187,43 +187,12 @@ func Describe(e loop.Entry, s loop.State) string {
 }
 
 // actionOf finds the action an event answers. After Apply the action is no
-// longer in flight, so the id is decoded instead.
-func actionOf(s loop.State, ev *loop.Event) (loop.Action, bool) {
+// longer in flight, so its id is read back instead.
+func actionOf(s loop.State, ev *loop.Event) loop.Action {
 	if a, ok := s.InFlight[ev.ActionID]; ok {
-		return a, true
+		return a
 	}
-	a := loop.Action{ID: ev.ActionID}
-	parts := strings.Split(ev.ActionID, "/")
-	switch parts[0] {
-	case "research":
-		a.Role = loop.RoleResearcher
-	case "plan":
-		a.Role = loop.RolePlanner
-		if len(parts) == 3 && parts[2] == loop.RoleDesignSpec {
-			a.Role = loop.RoleDesignSpec
-		}
-	case "critique":
-		a.Role = loop.RoleCritic
-	case "task":
-		if len(parts) == 4 {
-			a.TaskID = parts[1]
-			switch loop.Stage(parts[3]) {
-			case loop.StageExecute:
-				a.Role = loop.RoleExecutor
-			case loop.StageReview:
-				a.Role = loop.RoleCodeReviewer
-			case loop.StageVerify:
-				a.Role = loop.RoleVerifier
-			case loop.StageWorktree:
-				a.Type = loop.ActWorktree
-			case loop.StageGates:
-				a.Type = loop.ActGates
-			case loop.StageMerge:
-				a.Type = loop.ActMerge
-			}
-		}
-	}
-	return a, false
+	return loop.ActionOfID(ev.ActionID)
 }
 
 func phaseOfRole(role string) loop.Phase {

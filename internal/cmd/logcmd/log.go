@@ -144,5 +144,5 @@ func matches(e loop.Entry, task string) bool {
 	if e.Action != nil {
 		return e.Action.TaskID == task
 	}
-	return strings.HasPrefix(e.Event.ActionID, "task/"+task+"/")
+	return loop.ActionOfID(e.Event.ActionID).TaskID == task
 }
