@@ -66,50 +66,104 @@ func startDevServer(t *testing.T) *testsuite.DevServer {
 	return srv
 }
 
-// TestTemporalEngineSurvivesAKilledWorker runs the demo plan as a Temporal
-// workflow on a real dev server with two `sluice worker` processes, kills
-// the one running a task's delegation (SIGKILL), and checks that
-// the delegation is retried on the other worker, that no delegation whose
-// completion was journaled is sent again, that the run ends with the same
-// run-branch tree as the local engine, and that status reads the run
-// directory the starter wrote.
-func TestTemporalEngineSurvivesAKilledWorker(t *testing.T) {
+// TestTemporalEngine runs the demo plan as a Temporal workflow on a real
+// dev server, with `sluice worker` processes doing the work, and checks
+// every run against the run-branch tree of the local engine.
+func TestTemporalEngine(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a Temporal dev server and runs the demo twice; skipped with -short")
+		t.Skip("starts a Temporal dev server and runs the demo several times; skipped with -short")
 	}
 	srv := startDevServer(t)
-	hostPort, c := srv.FrontendHostPort(), srv.Client()
-	e := newE2E(t, demo.Script())
-
-	ref := t.TempDir()
-	if err := demo.WriteSample(context.Background(), ref); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := e.command(ref, "run", "--yes", "--jobs", "4", demo.Goal).CombinedOutput(); err != nil {
+	te := &temporalE2E{e2e: newE2E(t, demo.Script()), hostPort: srv.FrontendHostPort(), c: srv.Client()}
+	ref := te.sample(t)
+	if out, err := te.command(ref, "run", "--yes", "--jobs", "4", demo.Goal).CombinedOutput(); err != nil {
 		t.Fatalf("local run: %v\n%s", err, out)
 	}
-	want := gitTree(t, ref, runBranch(t, ref))
+	te.want = gitTree(t, ref, runBranch(t, ref))
 
+	t.Run("a killed worker", te.killedWorker)
+	t.Run("a time limit, resumed", te.timeLimitResumed)
+	t.Run("a killed starter re-attaches", te.killedStarter)
+}
+
+type temporalE2E struct {
+	*e2e
+	hostPort string
+	c        client.Client
+	// want is the run-branch tree of the demo run on the local engine.
+	want string
+}
+
+func (te *temporalE2E) sample(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	if err := demo.WriteSample(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// worker starts `sluice worker` in dir on the task queue; it is killed at
+// the end of the test.
+func (te *temporalE2E) worker(t *testing.T, dir, queue string, log io.Writer) *exec.Cmd {
+	t.Helper()
+	w := te.command(dir, "worker", "--temporal", te.hostPort, "--task-queue", queue)
+	w.Stdout, w.Stderr = log, log
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
+		_ = w.Wait()
+	})
+	return w
+}
+
+func (te *temporalE2E) flags(queue string) []string {
+	return []string{"--engine", "temporal", "--temporal", te.hostPort, "--task-queue", queue}
+}
+
+// pendingTaskDelegations lists the task delegations (execute, review,
+// verify) running now, in the run's workflow or any workflow it started
+// for a task, with the pid of the worker running each.
+func (te *temporalE2E) pendingTaskDelegations(workflowID string) map[string]string {
+	out := map[string]string{}
+	ids := []string{workflowID}
+	for len(ids) > 0 {
+		id := ids[0]
+		ids = ids[1:]
+		desc, err := te.c.DescribeWorkflowExecution(context.Background(), id, "")
+		if err != nil {
+			continue
+		}
+		for _, ch := range desc.GetPendingChildren() {
+			ids = append(ids, ch.GetWorkflowId())
+		}
+		for _, pa := range desc.GetPendingActivities() {
+			aid := pa.GetActivityId()
+			delegation := strings.HasSuffix(aid, "/execute") || strings.HasSuffix(aid, "/review") || strings.HasSuffix(aid, "/verify")
+			if !strings.HasPrefix(aid, "task/") || !delegation || pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				continue
+			}
+			pid, _, _ := strings.Cut(pa.GetLastWorkerIdentity(), "@")
+			out[aid] = pid
+		}
+	}
+	return out
+}
+
+// killedWorker: two workers, the one running a task's delegation is
+// SIGKILLed; the delegation is retried on the other worker, no delegation
+// whose completion was journaled is sent again, the tree is the local
+// engine's, and status reads the run directory the starter wrote.
+func (te *temporalE2E) killedWorker(t *testing.T) {
+	dir := te.sample(t)
 	var logs [2]bytes.Buffer
 	var workers [2]*exec.Cmd
 	for i := range workers {
-		w := e.command(dir, "worker", "--temporal", hostPort)
-		w.Stdout, w.Stderr = &logs[i], &logs[i]
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		workers[i] = w
-		t.Cleanup(func() {
-			_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
-			_ = w.Wait()
-		})
+		workers[i] = te.worker(t, dir, "killed-worker", &logs[i])
 	}
-
-	run := e.command(dir, "run", "--yes", "--jobs", "4", "--engine", "temporal", "--temporal", hostPort, "--heartbeat-timeout", "3s", demo.Goal)
+	run := te.command(dir, append(append([]string{"run", "--yes", "--jobs", "4", "--heartbeat-timeout", "3s"}, te.flags("killed-worker")...), demo.Goal)...)
 	var out bytes.Buffer
 	run.Stdout, run.Stderr = &out, &out
 	if err := run.Start(); err != nil {
@@ -118,7 +172,6 @@ func TestTemporalEngineSurvivesAKilledWorker(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run.Wait() }()
 
-	// Kill the worker that is running one of a task's delegations.
 	var killedAction, workflowID string
 	deadline := time.After(5 * time.Minute)
 	for killedAction == "" {
@@ -134,82 +187,120 @@ func TestTemporalEngineSurvivesAKilledWorker(t *testing.T) {
 			continue
 		}
 		workflowID = "sluice-" + filepath.Base(filepath.Dir(runs[0]))
-		desc, err := c.DescribeWorkflowExecution(context.Background(), workflowID, "")
-		if err != nil {
-			continue
-		}
-		for _, pa := range desc.GetPendingActivities() {
-			id := pa.GetActivityId()
-			delegation := strings.HasSuffix(id, "/execute") || strings.HasSuffix(id, "/review") || strings.HasSuffix(id, "/verify")
-			if !strings.HasPrefix(id, "task/") || !delegation || pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
-				continue
-			}
-			pid, _, _ := strings.Cut(pa.GetLastWorkerIdentity(), "@")
+		for aid, pid := range te.pendingTaskDelegations(workflowID) {
 			for _, w := range workers {
-				if strconv.Itoa(w.Process.Pid) == pid {
+				if strconv.Itoa(w.Process.Pid) == pid && killedAction == "" {
 					_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
-					killedAction = pa.GetActivityId()
+					killedAction = aid
 				}
-			}
-			if killedAction != "" {
-				break
 			}
 		}
 	}
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("the temporal run failed after a worker was killed: %v\n%s\nworker 2:\n%s", err, out.String(), logs[1].String())
+			t.Fatalf("the temporal run failed after a worker was killed: %v\n%s\nworker 1:\n%s\nworker 2:\n%s", err, out.String(), logs[0].String(), logs[1].String())
 		}
 	case <-time.After(5 * time.Minute):
 		_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
-		t.Fatalf("the temporal run did not finish within 5 minutes after the kill:\n%s\nworker 2:\n%s", out.String(), logs[1].String())
+		t.Fatalf("the temporal run did not finish within 5 minutes after the kill:\n%s\nworker 1:\n%s\nworker 2:\n%s", out.String(), logs[0].String(), logs[1].String())
 	}
-	if got := gitTree(t, dir, runBranch(t, dir)); got != want {
-		t.Fatalf("the temporal run's branch tree is %s, want %s (local engine)\n%s", got, want, out.String())
+	if got := gitTree(t, dir, runBranch(t, dir)); got != te.want {
+		t.Fatalf("the temporal run's branch tree is %s, want %s (local engine)\n%s", got, te.want, out.String())
 	}
 	t.Logf("killed the worker running %s", killedAction)
-	if n := startsOf(t, c, workflowID, killedAction); n < 2 {
+	if n := startsOf(t, te.c, workflowID, killedAction); n < 2 {
 		t.Fatalf("the delegation %s, whose worker was killed, started %d times; want a retry on the other worker", killedAction, n)
 	}
-	checkNoCompletedDelegationRepeated(t, dir, e.srv.Requests())
-	status, err := e.command(dir, "status").CombinedOutput()
+	checkNoCompletedDelegationRepeated(t, dir, te.srv.Requests())
+	status, err := te.command(dir, "status").CombinedOutput()
 	if err != nil || !strings.Contains(string(status), "done  phase complete") {
 		t.Fatalf("sluice status on the temporal run: %v\n%s", err, status)
 	}
+}
 
-	// A run paused by its time limit (the workflow is cancelled) resumes
-	// on the temporal engine to the same tree, on its own task queue, with
-	// the workflow continuing as new along the way.
-	paused := t.TempDir()
-	if err := demo.WriteSample(context.Background(), paused); err != nil {
-		t.Fatal(err)
-	}
-	w := e.command(paused, "worker", "--temporal", hostPort, "--task-queue", "paused")
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
-		_ = w.Wait()
-	})
-	flags := []string{"--engine", "temporal", "--temporal", hostPort, "--task-queue", "paused"}
-	first, err := e.command(paused, append(append([]string{"run", "--yes", "--jobs", "4", "--timeout", "3s"}, flags...), demo.Goal)...).CombinedOutput()
+// timeLimitResumed: a run paused by its time limit (the workflow is
+// cancelled) resumes on the temporal engine to the same tree, with the
+// workflow continuing as new along the way.
+func (te *temporalE2E) timeLimitResumed(t *testing.T) {
+	dir := te.sample(t)
+	te.worker(t, dir, "paused", io.Discard)
+	first, err := te.command(dir, append(append([]string{"run", "--yes", "--jobs", "4", "--timeout", "3s"}, te.flags("paused")...), demo.Goal)...).CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(first), "time limit of 3s ran out") {
 		t.Fatalf("want the run paused by its time limit (exit 3): %v\n%s", err, first)
 	}
 	// A small history bound makes the resumed workflow continue as new a
 	// few times; the starter follows the chain.
-	second, err := e.command(paused, append([]string{"resume", "--yes", "--continue-after", "12"}, flags...)...).CombinedOutput()
+	second, err := te.command(dir, append([]string{"resume", "--yes", "--continue-after", "12"}, te.flags("paused")...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("resume on the temporal engine: %v\n%s", err, second)
 	}
-	if got := gitTree(t, paused, runBranch(t, paused)); got != want {
-		t.Fatalf("the resumed temporal run's branch tree is %s, want %s\n%s", got, want, second)
+	if got := gitTree(t, dir, runBranch(t, dir)); got != te.want {
+		t.Fatalf("the resumed temporal run's branch tree is %s, want %s\n%s", got, te.want, second)
 	}
-	if n := runsOf(t, c, "sluice-"+strings.TrimPrefix(runBranch(t, paused), "sluice/")); n < 3 {
+	if n := runsOf(t, te.c, "sluice-"+strings.TrimPrefix(runBranch(t, dir), "sluice/")); n < 3 {
 		t.Fatalf("the run's workflow had %d runs; with --continue-after 12 it should continue as new", n)
+	}
+}
+
+// killedStarter: the process that started the workflow is SIGKILLed while
+// the workflow runs. A local resume is refused (the workflow still drives
+// the run); a resume on the temporal engine re-attaches to the running
+// workflow rather than starting a second one, journals what it missed, and
+// the run ends with the local engine's tree and a journal that folds to the
+// workflow's result.
+func (te *temporalE2E) killedStarter(t *testing.T) {
+	dir := te.sample(t)
+	te.worker(t, dir, "reattach", io.Discard)
+	run := te.command(dir, append(append([]string{"run", "--yes", "--jobs", "4"}, te.flags("reattach")...), demo.Goal)...)
+	var out bytes.Buffer
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	deadline := time.After(5 * time.Minute)
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended before its starter could be killed (err %v):\n%s", err, out.String())
+		case <-deadline:
+			t.Fatalf("no task started within 5 minutes:\n%s", out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		logs, _ := filepath.Glob(filepath.Join(dir, ".sluice", "runs", "*", "log.jsonl"))
+		if len(logs) == 0 {
+			continue
+		}
+		if data, _ := os.ReadFile(logs[0]); bytes.Contains(data, []byte(`"task/t1/a1/execute"`)) {
+			break
+		}
+	}
+	_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
+	<-done
+
+	local, err := te.command(dir, "resume").CombinedOutput()
+	if err == nil || !strings.Contains(string(local), "re-attaches to the workflow") {
+		t.Fatalf("a local resume of a run its workflow still drives: want it refused, naming the temporal resume; got %v\n%s", err, local)
+	}
+	again, err := te.command(dir, append([]string{"resume"}, te.flags("reattach")...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume on the temporal engine after the starter was killed: %v\n%s", err, again)
+	}
+	if !strings.Contains(string(again), "re-attached to workflow") {
+		t.Fatalf("the resume did not re-attach to the running workflow:\n%s", again)
+	}
+	if got := gitTree(t, dir, runBranch(t, dir)); got != te.want {
+		t.Fatalf("the re-attached run's branch tree is %s, want %s\n%s", got, te.want, again)
+	}
+	if n := runsOf(t, te.c, "sluice-"+strings.TrimPrefix(runBranch(t, dir), "sluice/")); n != 1 {
+		t.Fatalf("the run's workflow had %d runs; re-attaching must not start another", n)
+	}
+	status, err := te.command(dir, "status").CombinedOutput()
+	if err != nil || !strings.Contains(string(status), "done  phase complete") {
+		t.Fatalf("sluice status on the re-attached run: %v\n%s", err, status)
 	}
 }
 

@@ -154,7 +154,7 @@ func Start(ctx context.Context, opts Options) (*Result, error) {
 	if err := p.repo.CreateBranch(ctx, loop.IntegrationBranch(meta.RunID), head); err != nil {
 		return nil, err
 	}
-	return p.drive(ctx, opts, st, meta, loop.New(meta.RunID, meta.Settings), nil)
+	return p.drive(ctx, opts, st, meta, loop.New(meta.RunID, meta.Settings), nil, 0)
 }
 
 // Resume continues a paused or interrupted run (runID "" = the latest).
@@ -201,8 +201,13 @@ func Resume(ctx context.Context, runID string, opts Options) (*Result, error) {
 	if opts.Budget.USD > 0 {
 		budget.USD = opts.Budget.USD
 	}
+	if opts.Engine != EngineTemporal {
+		if err := checkNotFollowed(st); err != nil {
+			return nil, err
+		}
+	}
 	resumed := loop.Event{Type: loop.EvResumed, Budget: &budget, Approve: opts.Yes}
-	return p.drive(ctx, opts, st, meta, s, &resumed)
+	return p.drive(ctx, opts, st, meta, s, &resumed, len(entries))
 }
 
 func withDefaults(o Options) Options {
@@ -444,10 +449,10 @@ func gateCommands(res *resolve.Result, cfg *config.Config) []gates.Command {
 	return out
 }
 
-func (p *prepared) drive(ctx context.Context, opts Options, st *store.Run, meta Meta, s loop.State, resumed *loop.Event) (*Result, error) {
+func (p *prepared) drive(ctx context.Context, opts Options, st *store.Run, meta Meta, s loop.State, resumed *loop.Event, journaled int) (*Result, error) {
 	res := &Result{RunID: meta.RunID, RunDir: st.Dir(), Branch: loop.IntegrationBranch(meta.RunID), Models: opts.ModelDesc}
 	if opts.Engine == EngineTemporal {
-		return p.driveTemporal(ctx, opts, st, meta, s, resumed, res)
+		return p.driveTemporal(ctx, opts, st, meta, s, resumed, journaled, res)
 	}
 	x, desc, err := p.newExecutor(ctx, opts, st, meta, s.Settings)
 	if err != nil {

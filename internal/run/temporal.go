@@ -15,6 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -179,12 +180,75 @@ func Work(ctx context.Context, opts Options, t TemporalOptions) error {
 	return nil
 }
 
+// attachment says, in the run directory, which workflow drives the run and
+// where its entries begin in the journal. A starter that dies leaves it
+// behind with Following set, and the next resume re-attaches to the
+// workflow instead of starting a second one.
+type attachment struct {
+	WorkflowID string `json:"workflow_id"`
+	HostPort   string `json:"host_port"`
+	Namespace  string `json:"namespace"`
+	TaskQueue  string `json:"task_queue"`
+	// Offset is how many entries the journal held when the workflow
+	// started: the workflow's own entries follow it, in its order, so the
+	// next one to read is the journal's length minus Offset.
+	Offset int `json:"offset"`
+	// Following is true from just before the workflow starts until the
+	// starter has journaled everything it did.
+	Following bool `json:"following"`
+}
+
+const (
+	attachmentFile = "temporal.json"
+	// memoOffset carries attachment.Offset in the workflow's memo, so a
+	// re-attaching starter can tell the workflow it recorded from an older
+	// one of the same id.
+	memoOffset = "sluice_journal_offset"
+)
+
+func readAttachment(st *store.Run) (attachment, error) {
+	var a attachment
+	data, err := os.ReadFile(filepath.Join(st.Dir(), attachmentFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return a, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &a)
+	}
+	if err != nil {
+		return a, fmt.Errorf("read %s of run %s (delete it if no workflow of the run is running): %w", attachmentFile, filepath.Base(st.Dir()), err)
+	}
+	return a, nil
+}
+
+func writeAttachment(st *store.Run, a attachment) error {
+	data, _ := json.MarshalIndent(a, "", "  ")
+	return st.WriteFile(attachmentFile, data)
+}
+
+// ErrFollowedByTemporal means a run is still driven by a Temporal workflow
+// that no starter follows: only a resume on the Temporal engine may touch it.
+var ErrFollowedByTemporal = errors.New("the run is driven by a Temporal workflow")
+
+// checkNotFollowed refuses a local resume of a run whose workflow may still
+// be running, or whose last entries are only in the workflow's history.
+func checkNotFollowed(st *store.Run) error {
+	a, err := readAttachment(st)
+	if err != nil || !a.Following {
+		return err
+	}
+	return fmt.Errorf("%w: run %s was started as workflow %s on Temporal at %s, and its starter stopped before the workflow ended; resume it with `sluice resume --engine temporal --temporal %s --task-queue %s`, which re-attaches to the workflow (or collects what it did, if it has ended)",
+		ErrFollowedByTemporal, filepath.Base(st.Dir()), a.WorkflowID, a.HostPort, a.HostPort, a.TaskQueue)
+}
+
 // driveTemporal runs the loop as a Temporal workflow and journals it here:
 // it polls the workflow's journal query and writes every entry to the run
 // directory (and the live view) in the workflow's own order, so status,
 // log and report read the run as they read a local one. Approval questions
-// are put to opts.Ask and answered by signal.
-func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Run, meta Meta, s loop.State, resumed *loop.Event, res *Result) (*Result, error) {
+// are put to opts.Ask and answered by signal. journaled is how many entries
+// the run directory's journal holds. If an earlier starter of the run died
+// while its workflow ran, this one re-attaches to that workflow.
+func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Run, meta Meta, s loop.State, resumed *loop.Event, journaled int, res *Result) (*Result, error) {
 	t := opts.Temporal.withDefaults()
 	if _, err := p.integration(ctx, meta); err != nil {
 		return nil, err
@@ -193,74 +257,190 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 	// The same journal discipline as the local engine: record, fold,
 	// observe, snapshot.
 	eng := &engine.Engine{Journal: j, Now: opts.Now, Observe: opts.Observe}
-	var err error
-	if resumed != nil {
-		if s, err = eng.Emit(s, *resumed); err != nil {
-			return nil, err
-		}
-	}
 	c, err := dial(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
 	wid := WorkflowID(meta.RunID)
+	f := &follower{c: c, wid: wid, eng: eng, j: j, s: s, opts: opts, asked: map[string]bool{}}
+
+	att, err := readAttachment(st)
+	if err != nil {
+		return nil, err
+	}
+	if att.Following {
+		running, err := f.reattach(ctx, att, journaled)
+		if err != nil {
+			return nil, err
+		}
+		if running {
+			opts.Notice(fmt.Sprintf("re-attached to workflow %s, still running on Temporal; its budget and approval settings are the ones it started with", wid))
+			return p.followToEnd(ctx, opts, st, meta, f, c.GetWorkflow(ctx, wid, ""), att, res)
+		}
+		// It ended while no one followed it: everything it did is now in
+		// the journal, and the run resumes from there as usual.
+		att.Following = false
+		if err := writeAttachment(st, att); err != nil {
+			return nil, err
+		}
+		s, journaled = f.s, journaled+f.cursor
+		if s.Phase == loop.PhaseComplete {
+			res.State = s
+			return res, j.Snapshot(s)
+		}
+	}
+	if resumed != nil {
+		if s, err = eng.Emit(s, *resumed); err != nil {
+			return nil, err
+		}
+		journaled++
+	}
+	att = attachment{WorkflowID: wid, HostPort: t.HostPort, Namespace: t.Namespace, TaskQueue: t.TaskQueue, Offset: journaled, Following: true}
+	if err := writeAttachment(st, att); err != nil {
+		return nil, err
+	}
 	start := s
 	in := temporal.RunInput{RunID: meta.RunID, Settings: s.Settings, State: &start, WaitForApproval: opts.Ask != nil, Timeouts: t.Timeouts, ContinueAfter: t.ContinueAfter}
 	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       wid,
 		TaskQueue:                t.TaskQueue,
+		Memo:                     map[string]any{memoOffset: journaled},
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 	}, temporal.WorkflowName, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &started) {
-		return nil, fmt.Errorf("the workflow %s of run %s is still running on Temporal; wait for it to end, or cancel it with `temporal workflow cancel -w %s`, then resume", wid, meta.RunID, wid)
-	}
 	if err != nil {
+		att.Following = false
+		if werr := writeAttachment(st, att); werr != nil {
+			return nil, errors.Join(err, werr)
+		}
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return nil, fmt.Errorf("the workflow %s of run %s is running on Temporal, started by something other than this run's starter; cancel it with `temporal workflow cancel -w %s`, then resume", wid, meta.RunID, wid)
+		}
 		return nil, fmt.Errorf("start the workflow of run %s on Temporal at %s: %w", meta.RunID, t.HostPort, err)
 	}
-	runID := wr.GetRunID()
+	f.s, f.runID, f.cursor = s, wr.GetRunID(), 0
+	return p.followToEnd(ctx, opts, st, meta, f, wr, att, res)
+}
 
-	done := make(chan error, 1)
-	var final loop.State
-	go func() { done <- wr.Get(context.WithoutCancel(ctx), &final) }()
+// follower reads a workflow's journal, across the runs it continues as new
+// into, and journals each entry here.
+type follower struct {
+	c    client.Client
+	wid  string
+	eng  *engine.Engine
+	j    *journal
+	opts Options
+	// s is the fold of the run directory's journal.
+	s loop.State
+	// runID is the workflow run being read; cursor numbers the workflow's
+	// entries across its chain of runs.
+	runID  string
+	cursor int
+	// asked holds the approval questions already put to someone.
+	asked map[string]bool
+}
 
-	// cursor numbers the entries across the chain of runs the workflow
-	// continues as new into; runID is the run being read.
-	cursor := 0
-	pull := func(qctx context.Context) error {
-		for {
-			v, err := c.QueryWorkflow(qctx, wid, runID, temporal.QueryJournal, cursor)
-			if err != nil {
-				return fmt.Errorf("read the journal of workflow %s: %w", wid, err)
-			}
-			var page temporal.JournalPage
-			if err := v.Get(&page); err != nil {
-				return fmt.Errorf("decode the journal of workflow %s: %w", wid, err)
-			}
-			for _, e := range page.Entries {
-				if s, err = record(eng, s, e); err != nil {
-					return err
-				}
-				cursor++
-				if a := e.Action; a != nil && a.Type == loop.ActAsk && opts.Ask != nil {
-					go func() {
-						approve, answered := opts.Ask(ctx, a.Question)
-						// The question may by now be open in a later run of
-						// the chain: signal the current one.
-						_ = c.SignalWorkflow(context.WithoutCancel(ctx), wid, "", temporal.SignalApprove, temporal.Approval{Approve: approve, Defer: !answered})
-					}()
-				}
-			}
-			if !page.Continued {
-				return nil
-			}
-			if runID, err = continuedRun(qctx, c, wid, runID); err != nil {
-				return err
+// reattach finds the workflow an earlier starter recorded and catches the
+// journal up with it. running says whether it is still running; when it is
+// not, f holds everything it did.
+func (f *follower) reattach(ctx context.Context, att attachment, journaled int) (running bool, err error) {
+	desc, err := f.c.DescribeWorkflowExecution(ctx, f.wid, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return false, nil // the starter died before the workflow started
+	}
+	if err != nil {
+		return false, fmt.Errorf("find the workflow %s that run %s was following: %w", f.wid, f.s.RunID, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	var offset int
+	if pl := info.GetMemo().GetFields()[memoOffset]; pl == nil || converter.GetDefaultDataConverter().FromPayload(pl, &offset) != nil || offset != att.Offset {
+		return false, nil // an older workflow of the run; the recorded one never started
+	}
+	if journaled < att.Offset {
+		return false, fmt.Errorf("the journal of run %s has %d entries, fewer than the %d it had when workflow %s started; restore log.jsonl, or cancel the workflow with `temporal workflow cancel -w %s` and delete %s", f.s.RunID, journaled, att.Offset, f.wid, f.wid, attachmentFile)
+	}
+	f.runID, f.cursor = info.GetFirstRunId(), journaled-att.Offset
+	if f.runID == "" {
+		f.runID = info.GetExecution().GetRunId()
+	}
+	running = info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	qctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := f.pull(qctx); err != nil {
+		return false, err
+	}
+	if running {
+		// A question the dead starter put to someone is put again.
+		for _, a := range loop.InFlightActions(f.s) {
+			if a.Type == loop.ActAsk {
+				f.ask(ctx, a)
 			}
 		}
 	}
+	return running, nil
+}
+
+// pull journals every entry the workflow made since the cursor.
+func (f *follower) pull(ctx context.Context) error {
+	for {
+		v, err := f.c.QueryWorkflow(ctx, f.wid, f.runID, temporal.QueryJournal, f.cursor)
+		if err != nil {
+			return fmt.Errorf("read the journal of workflow %s: %w", f.wid, err)
+		}
+		var page temporal.JournalPage
+		if err := v.Get(&page); err != nil {
+			return fmt.Errorf("decode the journal of workflow %s: %w", f.wid, err)
+		}
+		for _, e := range page.Entries {
+			if f.s, err = record(f.eng, f.s, e); err != nil {
+				return err
+			}
+			f.cursor++
+			if a := e.Action; a != nil && a.Type == loop.ActAsk {
+				f.ask(ctx, *a)
+			}
+		}
+		if !page.Continued {
+			return nil
+		}
+		if f.runID, err = continuedRun(ctx, f.c, f.wid, f.runID); err != nil {
+			return err
+		}
+	}
+}
+
+// ask answers the workflow's approval question: yes with --yes, otherwise
+// whatever opts.Ask gets from a person (asked once per question).
+func (f *follower) ask(ctx context.Context, a loop.Action) {
+	if f.asked[a.ID] || (!f.opts.Yes && f.opts.Ask == nil) {
+		return
+	}
+	f.asked[a.ID] = true
+	signal := func(ap temporal.Approval) {
+		// The question may by now be open in a later run of the chain:
+		// signal the current one.
+		_ = f.c.SignalWorkflow(context.WithoutCancel(ctx), f.wid, "", temporal.SignalApprove, ap)
+	}
+	if f.opts.Yes {
+		signal(temporal.Approval{Approve: true})
+		return
+	}
+	go func() {
+		approve, answered := f.opts.Ask(ctx, a.Question)
+		signal(temporal.Approval{Approve: approve, Defer: !answered})
+	}()
+}
+
+// followToEnd journals the workflow until it ends, then checks that the
+// run directory folds to the workflow's own result.
+func (p *prepared) followToEnd(ctx context.Context, opts Options, st *store.Run, meta Meta, f *follower, wr client.WorkflowRun, att attachment, res *Result) (*Result, error) {
+	t := opts.Temporal.withDefaults()
+	done := make(chan error, 1)
+	var final loop.State
+	go func() { done <- wr.Get(context.WithoutCancel(ctx), &final) }()
 	var limit <-chan time.Time
 	if opts.Timeout > 0 {
 		timer := time.NewTimer(opts.Timeout)
@@ -277,14 +457,14 @@ wait:
 		case <-tick.C:
 			// A query can fail while no worker is up; the next tick retries.
 			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			_ = pull(qctx)
+			_ = f.pull(qctx)
 			cancel()
 		case <-limit:
 			stopReason = fmt.Sprintf("the run's time limit of %s ran out; resume with `sluice resume`", opts.Timeout)
-			_ = c.CancelWorkflow(context.WithoutCancel(ctx), wid, "")
+			_ = f.c.CancelWorkflow(context.WithoutCancel(ctx), f.wid, "")
 			limit = nil
 		case <-ctx.Done():
-			_ = c.CancelWorkflow(context.WithoutCancel(ctx), wid, "")
+			_ = f.c.CancelWorkflow(context.WithoutCancel(ctx), f.wid, "")
 			wfErr = <-done
 			break wait
 		case wfErr = <-done:
@@ -293,29 +473,35 @@ wait:
 	}
 	// The rest of the journal, from the closed workflow's history.
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	perr := pull(qctx)
+	perr := f.pull(qctx)
 	cancel()
+	s := f.s
 	res.State = s
 	if perr != nil {
 		return res, perr
+	}
+	att.Following = false
+	if err := writeAttachment(st, att); err != nil {
+		return res, err
 	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("run interrupted: %w", ctx.Err())
 	}
 	if wfErr != nil && stopReason == "" {
-		return res, fmt.Errorf("the workflow %s of run %s failed: %w", wid, meta.RunID, wfErr)
+		return res, fmt.Errorf("the workflow %s of run %s failed: %w", f.wid, meta.RunID, wfErr)
 	}
+	var err error
 	if stopReason != "" {
-		if s, err = eng.Emit(s, loop.Event{Type: loop.EvPaused, Reason: stopReason}); err != nil {
+		if s, err = f.eng.Emit(s, loop.Event{Type: loop.EvPaused, Reason: stopReason}); err != nil {
 			return res, err
 		}
 		res.State = s
 		return res, nil
 	}
 	if got, want := stateJSON(s), stateJSON(final); got != want {
-		return res, fmt.Errorf("the journal of run %s does not fold to the workflow's result; the run directory may be incomplete (workflow %s)", meta.RunID, wid)
+		return res, fmt.Errorf("the journal of run %s does not fold to the workflow's result; the run directory may be incomplete (workflow %s)", meta.RunID, f.wid)
 	}
-	if err := j.Snapshot(s); err != nil {
+	if err := f.j.Snapshot(s); err != nil {
 		return res, err
 	}
 	if s.Phase == loop.PhaseComplete {
