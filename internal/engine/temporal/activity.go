@@ -130,18 +130,31 @@ func classify(ctx context.Context, ev loop.Event) (loop.Event, error) {
 // eventOf recovers the event an activity failed with, or makes one that
 // fails the action when its retries ran out.
 func eventOf(a loop.Action, err error) loop.Event {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && (appErr.Type() == ErrTypeBudget || appErr.Type() == ErrTypeGate) && appErr.HasDetails() {
-		var ev loop.Event
-		if appErr.Details(&ev) == nil {
-			ev.ActionID = a.ID
-			return ev
-		}
+	if ev, ok := carriedEvent(err); ok {
+		ev.ActionID = a.ID
+		return ev
 	}
 	if a.Type == loop.ActDelegate {
 		return loop.Event{ActionID: a.ID, Type: loop.EvDelegationFail, Reason: "activity_failed", Detail: err.Error()}
 	}
 	return loop.Event{ActionID: a.ID, Type: loop.EvActionError, Detail: err.Error()}
+}
+
+// carriedEvent is the event a budget or gate failure carries.
+func carriedEvent(err error) (loop.Event, bool) {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && (appErr.Type() == ErrTypeBudget || appErr.Type() == ErrTypeGate) && appErr.HasDetails() {
+		var ev loop.Event
+		if appErr.Details(&ev) == nil {
+			return ev, true
+		}
+	}
+	return loop.Event{}, false
+}
+
+func carriesEvent(err error) bool {
+	_, ok := carriedEvent(err)
+	return ok
 }
 
 // View is the part of s an action needs: the plan, research, critiques and

@@ -13,10 +13,11 @@ type Registry interface {
 	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
 }
 
-// Register puts the run workflow and, when acts is not nil, the action
-// activity on r under their stable names.
+// Register puts the run workflow, the task child workflow and, when acts
+// is not nil, the action activity on r under their stable names.
 func Register(r Registry, acts *Activities) {
 	r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
 	if acts != nil {
 		r.RegisterActivityWithOptions(acts.ExecuteAction, activity.RegisterOptions{Name: ActivityName})
 	}
