@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -554,5 +555,266 @@ func TestCancelLeavesWorkInFlight(t *testing.T) {
 	r2 := runWorkflow(t, x, RunInput{RunID: "r13", Settings: testSettings(1), State: &s}, nil)
 	if r2.err != nil || r2.state.Status != loop.StatusDone {
 		t.Fatalf("resumed: status %s (%s), err %v", r2.state.Status, r2.state.Reason, r2.err)
+	}
+}
+
+// whereExec records which workflow each action's activity ran for.
+type whereExec struct {
+	engine.Executor
+	mu  sync.Mutex
+	ran map[string][]string
+}
+
+func newWhere(x engine.Executor) *whereExec { return &whereExec{Executor: x, ran: map[string][]string{}} }
+
+func (w *whereExec) Execute(ctx context.Context, s loop.State, a loop.Action) loop.Event {
+	id := activity.GetInfo(ctx).WorkflowExecution.ID
+	w.mu.Lock()
+	w.ran[a.ID] = append(w.ran[a.ID], id)
+	w.mu.Unlock()
+	return w.Executor.Execute(ctx, s, a)
+}
+
+// workflowOf is the one workflow an action ran for.
+func (w *whereExec) workflowOf(t *testing.T, actionID string) string {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ids := w.ran[actionID]; len(ids) == 1 {
+		return ids[0]
+	}
+	t.Fatalf("action %s ran for workflows %v, want exactly one", actionID, w.ran[actionID])
+	return ""
+}
+
+// localState is where the local engine takes the same run.
+func localState(t *testing.T, x engine.Executor, runID string, set loop.Settings) loop.State {
+	t.Helper()
+	local := &engine.Engine{Exec: x, Journal: &memJournal{}, Now: time.Now}
+	s, err := local.Run(context.Background(), loop.New(runID, set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestTaskStagesRunInChildWorkflows: a task's worktree, executor, gates,
+// review and verifier, retries included, run in one child per task; the
+// run workflow itself runs only the run-level actions and the merges. The
+// run still ends exactly where the local engine ends.
+func TestTaskStagesRunInChildWorkflows(t *testing.T) {
+	stub := func() *stubExec {
+		x := newStub(chainPlan(3))
+		x.failGates = map[string]map[int]bool{"t1": {1: true}}
+		return x
+	}
+	w := newWhere(stub())
+	r := runWorkflow(t, w, RunInput{RunID: "r14", Settings: testSettings(1)}, nil)
+	if r.err != nil || r.state.Status != loop.StatusDone {
+		t.Fatalf("status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+	parent := w.workflowOf(t, "baseline")
+	stages := 0
+	for id := range w.ran {
+		a := loop.ActionOfID(id)
+		want := parent
+		if a.TaskID != "" && a.Type != loop.ActMerge {
+			// The retry of t1 (attempt 2) stays in the child of attempt 1.
+			want = parent + "/task/" + a.TaskID + "/a1/worktree"
+			stages++
+		}
+		if got := w.workflowOf(t, id); got != want {
+			t.Errorf("action %s ran for workflow %q, want %q", id, got, want)
+		}
+	}
+	if stages != 3*5+3 {
+		t.Errorf("%d task stages ran, want 18 (five per task, and t1's first attempt up to its failed gates)", stages)
+	}
+	if want := localState(t, stub(), "r14", testSettings(1)); encode(t, r.state) != encode(t, want) {
+		t.Fatalf("the workflow's state differs from the local engine's:\n got %s\nwant %s", encode(t, r.state), encode(t, want))
+	}
+	if folded := loop.Fold(loop.New("r14", testSettings(1)), r.journal); encode(t, folded) != encode(t, r.state) {
+		t.Fatal("the journal, with the children's entries, does not fold to the workflow's result")
+	}
+}
+
+// TestCancelMidTaskKeepsTheChildsWork: cancelling the run while a task's
+// review runs folds what the task's child completed; the resume runs the
+// review (in a new child) and never the finished executor again.
+func TestCancelMidTaskKeepsTheChildsWork(t *testing.T) {
+	x := newStub(chainPlan(2))
+	b := &blockingExec{stubExec: x, block: "task/t0/a1/review"}
+	r := runWorkflow(t, b, RunInput{RunID: "r15", Settings: testSettings(1)}, func(env *testsuite.TestWorkflowEnvironment) {
+		b.started = func() { go env.CancelWorkflow() }
+	})
+	if r.err == nil {
+		t.Fatal("a cancelled workflow ended without an error")
+	}
+	s := loop.Fold(loop.New("r15", testSettings(1)), r.journal)
+	if _, ok := s.InFlight["task/t0/a1/review"]; !ok || len(s.InFlight) != 1 {
+		t.Fatalf("after the cancel, in flight %v; want only the review", s.InFlight)
+	}
+	if t0 := s.Tasks["t0"]; t0.Stage != loop.StageReview || t0.Head == "" && len(t0.Changed) == 0 {
+		t.Fatalf("after the cancel t0 is at %s with changes %v: the child's gates were lost", t0.Stage, t0.Changed)
+	}
+	w := newWhere(x)
+	r2 := runWorkflow(t, w, RunInput{RunID: "r15", Settings: testSettings(1), State: &s}, nil)
+	if r2.err != nil || r2.state.Status != loop.StatusDone {
+		t.Fatalf("resumed: status %s (%s), err %v", r2.state.Status, r2.state.Reason, r2.err)
+	}
+	if n := x.completed["task/t0/a1/execute"]; n != 1 {
+		t.Fatalf("the executor completed %d times, want once: the resume ran it again", n)
+	}
+	if n := x.completed["task/t0/a1/review"]; n != 1 {
+		t.Fatalf("the review completed %d times after the resume, want once", n)
+	}
+	parent := w.workflowOf(t, "task/t0/a1/merge")
+	if got := w.workflowOf(t, "task/t0/a1/review"); got != parent+"/task/t0/a1/review" {
+		t.Fatalf("the resumed review ran for workflow %q", got)
+	}
+}
+
+// TestResumeContinuesATaskInAChild: a run resumed with a task's gates in
+// flight starts a child from the gates, which carries the task on; the run
+// ends exactly where the uninterrupted run ended.
+func TestResumeContinuesATaskInAChild(t *testing.T) {
+	whole := runWorkflow(t, newStub(chainPlan(2)), RunInput{RunID: "r16", Settings: testSettings(1)}, nil)
+	if whole.err != nil || whole.state.Status != loop.StatusDone {
+		t.Fatalf("status %s (%s), err %v", whole.state.Status, whole.state.Reason, whole.err)
+	}
+	cut := -1
+	for i, e := range whole.journal {
+		if e.Action != nil && e.Action.ID == "task/t0/a1/gates" {
+			cut = i
+		}
+	}
+	if cut < 0 {
+		t.Fatal("the journal holds no gates action of t0")
+	}
+	s := loop.Fold(loop.New("r16", testSettings(1)), whole.journal[:cut+1])
+	x := newStub(chainPlan(2))
+	w := newWhere(x)
+	r := runWorkflow(t, w, RunInput{RunID: "r16", Settings: testSettings(1), State: &s}, nil)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	parent := w.workflowOf(t, "task/t0/a1/merge")
+	if got := w.workflowOf(t, "task/t0/a1/gates"); got != parent+"/task/t0/a1/gates" {
+		t.Fatalf("the gates in flight ran for workflow %q, want the child %s/task/t0/a1/gates", got, parent)
+	}
+	if got := w.workflowOf(t, "task/t0/a1/verify"); got != parent+"/task/t0/a1/gates" {
+		t.Fatalf("t0's verifier ran for workflow %q, want the resumed child", got)
+	}
+	if x.calls["task/t0/a1/worktree"]+x.calls["task/t0/a1/execute"] != 0 {
+		t.Fatal("the resume ran t0's finished stages again")
+	}
+	if encode(t, r.state) != encode(t, whole.state) {
+		t.Fatalf("the resumed run ends elsewhere:\n got %s\nwant %s", encode(t, r.state), encode(t, whole.state))
+	}
+}
+
+// TestBudgetRunsOutInATask: a task's executor running out of budget pauses
+// the run as in the local engine, with the task's stage left to the
+// resume; with two tasks running, the other child stops too and nothing
+// merges while the run is paused.
+func TestBudgetRunsOutInATask(t *testing.T) {
+	stub := func() *stubExec {
+		x := newStub(chainPlan(2))
+		x.budgetOn = "task/t0/a1/execute"
+		return x
+	}
+	r := runWorkflow(t, stub(), RunInput{RunID: "r17", Settings: testSettings(1)}, nil)
+	if r.err != nil || r.state.Status != loop.StatusPaused || !strings.Contains(r.state.Reason, "budget exhausted") {
+		t.Fatalf("status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+	if want := localState(t, stub(), "r17", testSettings(1)); encode(t, r.state) != encode(t, want) {
+		t.Fatalf("the workflow's state differs from the local engine's:\n got %s\nwant %s", encode(t, r.state), encode(t, want))
+	}
+
+	x := stub()
+	r = runWorkflow(t, x, RunInput{RunID: "r18", Settings: testSettings(2)}, nil)
+	if r.err != nil || r.state.Status != loop.StatusPaused {
+		t.Fatalf("two jobs: status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+	for id := range x.calls {
+		if loop.ActionOfID(id).Type == loop.ActMerge {
+			t.Errorf("%s ran while the run was paused", id)
+		}
+	}
+	if len(r.state.InFlight) != 0 {
+		t.Errorf("the paused run left %v in flight", r.state.InFlight)
+	}
+	if folded := loop.Fold(loop.New("r18", testSettings(2)), r.journal); encode(t, folded) != encode(t, r.state) {
+		t.Fatal("the journal does not fold to the workflow's result")
+	}
+}
+
+// signalExec sends the task workflow the stop signal while one action
+// runs, before its outcome is reported.
+type signalExec struct {
+	*stubExec
+	on   string
+	send func()
+}
+
+func (x *signalExec) Execute(ctx context.Context, s loop.State, a loop.Action) loop.Event {
+	if a.ID == x.on {
+		x.send()
+	}
+	return x.stubExec.Execute(ctx, s, a)
+}
+
+// TestTaskWorkflowStopsWhenTold: a task workflow told to stop finishes the
+// action under way, issues nothing more, and returns (and its journal
+// query shows) what it did.
+func TestTaskWorkflowStopsWhenTold(t *testing.T) {
+	whole := runWorkflow(t, newStub(chainPlan(1)), RunInput{RunID: "r19", Settings: testSettings(1)}, nil)
+	cut := -1
+	for i, e := range whole.journal {
+		if e.Action != nil && e.Action.ID == "task/t0/a1/worktree" {
+			cut = i
+		}
+	}
+	if cut < 0 {
+		t.Fatal("the journal holds no worktree action of t0")
+	}
+	s := loop.Fold(loop.New("r19", testSettings(1)), whole.journal[:cut+1])
+	first := *whole.journal[cut].Action
+
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(30 * time.Second)
+	x := &signalExec{stubExec: newStub(chainPlan(1)), on: "task/t0/a1/execute", send: func() { env.SignalWorkflow(SignalStop, nil) }}
+	Register(env, &Activities{Source: stubSource{x}, HeartbeatEvery: time.Millisecond})
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{RunID: "r19", TaskID: "t0", View: View(s, first), Actions: []loop.Action{first}})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res TaskResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range res.Entries {
+		if e.Action != nil {
+			ids = append(ids, "issue "+e.Action.ID)
+		} else {
+			ids = append(ids, "event "+e.Event.ActionID)
+		}
+	}
+	want := "event task/t0/a1/worktree, issue task/t0/a1/execute, event task/t0/a1/execute"
+	if got := strings.Join(ids, ", "); got != want {
+		t.Fatalf("the stopped task workflow did %s; want %s", got, want)
+	}
+	v, err := env.QueryWorkflow(QueryJournal, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page JournalPage
+	if err := v.Get(&page); err != nil {
+		t.Fatal(err)
+	}
+	if page.Next != 3 || len(page.Entries) != 2 || page.Entries[0].Action == nil || page.Entries[0].Action.ID != "task/t0/a1/execute" {
+		t.Fatalf("the task's journal query from 1 gave %+v", page)
 	}
 }
