@@ -565,7 +565,9 @@ type whereExec struct {
 	ran map[string][]string
 }
 
-func newWhere(x engine.Executor) *whereExec { return &whereExec{Executor: x, ran: map[string][]string{}} }
+func newWhere(x engine.Executor) *whereExec {
+	return &whereExec{Executor: x, ran: map[string][]string{}}
+}
 
 func (w *whereExec) Execute(ctx context.Context, s loop.State, a loop.Action) loop.Event {
 	id := activity.GetInfo(ctx).WorkflowExecution.ID
