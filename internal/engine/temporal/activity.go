@@ -1,9 +1,12 @@
 // Package temporal runs the loop as a Temporal workflow: the workflow folds
 // events through the same pure reducer as the local engine (loop.Next,
 // loop.Issue, loop.Apply), and every action runs as an activity on any
-// worker that has the repository. Because the reducer is pure, the workflow
-// is deterministic by construction; Temporal adds durable history, retries,
-// heartbeats and resumption on another machine.
+// worker that has the repository. Each task's stages before its merge run
+// in a child workflow (TaskWorkflow) that drives the same reducer on its
+// own copy of the state, so the run's history grows by a few events per
+// task rather than per stage. Because the reducer is pure, the workflows
+// are deterministic by construction; Temporal adds durable history,
+// retries, heartbeats and resumption on another machine.
 package temporal
 
 import (

@@ -369,9 +369,6 @@ func (r *runner) startChild(taskID string, actions []loop.Action) {
 	r.running++
 	c := &child{f: f, actions: actions}
 	r.children[taskID] = c
-	if r.stopSent {
-		r.stopChild(c)
-	}
 	r.sel.AddFuture(f, func(workflow.Future) {
 		r.running--
 		delete(r.children, taskID)
@@ -404,8 +401,8 @@ func (r *runner) childDone(c *child) {
 }
 
 // restartTask starts a new child for a task stage still in flight after
-// its child returned: one issued while the child ran, or one the child was
-// stopped before it could finish.
+// its child returned: one the child was cancelled in (by an operator; the
+// run itself goes on), or one issued while the child ran.
 func (r *runner) restartTask(taskID string) {
 	var again []loop.Action
 	for _, a := range loop.InFlightActions(r.s) {
@@ -421,7 +418,8 @@ func (r *runner) restartTask(taskID string) {
 // stopChildrenOnceStopped tells the running children to stop issuing once
 // the run stops running (a budget pause, most often from another task's
 // spending, which a child's own copy of the state does not see): as in
-// the local engine, work under way finishes and nothing new starts.
+// the local engine, work under way finishes and nothing new starts. A
+// child started later sees the stopped status in its view.
 func (r *runner) stopChildrenOnceStopped() {
 	if r.stopSent || r.s.Status == loop.StatusRunning || len(r.children) == 0 {
 		return

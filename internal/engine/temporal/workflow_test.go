@@ -820,3 +820,49 @@ func TestTaskWorkflowStopsWhenTold(t *testing.T) {
 		t.Fatalf("the task's journal query from 1 gave %+v", page)
 	}
 }
+
+// cancelChildExec cancels the task workflow running one action, once,
+// as an operator cancelling the child (not the run) does.
+type cancelChildExec struct {
+	*stubExec
+	on   string
+	env  *testsuite.TestWorkflowEnvironment
+	once sync.Once
+}
+
+func (x *cancelChildExec) Execute(ctx context.Context, s loop.State, a loop.Action) loop.Event {
+	cancelled := false
+	if a.ID == x.on {
+		x.once.Do(func() {
+			cancelled = true
+			x.env.CancelWorkflowByID(activity.GetInfo(ctx).WorkflowExecution.ID, "")
+		})
+	}
+	if cancelled {
+		<-ctx.Done()
+		return loop.Event{Type: loop.EvDelegationFail, Reason: loop.ReasonCancelled, Detail: "cancelled"}
+	}
+	return x.stubExec.Execute(ctx, s, a)
+}
+
+// TestACancelledChildIsStartedAgain: a task workflow cancelled on its own
+// returns what it completed; the run goes on and starts a new child for
+// the stage left in flight, and the run ends as an uninterrupted one.
+func TestACancelledChildIsStartedAgain(t *testing.T) {
+	x := &cancelChildExec{stubExec: newStub(chainPlan(2)), on: "task/t0/a1/review"}
+	w := newWhere(x)
+	r := runWorkflow(t, w, RunInput{RunID: "r20", Settings: testSettings(1)}, func(env *testsuite.TestWorkflowEnvironment) { x.env = env })
+	if r.err != nil || r.state.Status != loop.StatusDone {
+		t.Fatalf("status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+	parent := w.workflowOf(t, "baseline")
+	if got := w.ran["task/t0/a1/review"]; len(got) != 2 || got[1] != parent+"/task/t0/a1/review" {
+		t.Fatalf("the review ran for workflows %v; want the cancelled child, then %s/task/t0/a1/review", got, parent)
+	}
+	if n := x.calls["task/t0/a1/execute"]; n != 1 {
+		t.Fatalf("the executor ran %d times; the cancelled child's finished work was lost", n)
+	}
+	if want := localState(t, newStub(chainPlan(2)), "r20", testSettings(1)); encode(t, r.state) != encode(t, want) {
+		t.Fatalf("the workflow's state differs from the local engine's:\n got %s\nwant %s", encode(t, r.state), encode(t, want))
+	}
+}
