@@ -36,6 +36,9 @@ const (
 	// (missing repository, run directory or configuration). It is retried
 	// a bounded number of times, since another worker may be set up right.
 	ErrTypeSetup = "WorkerSetup"
+	// ErrTypeSync: a worker in a clone of its own could not fetch the run
+	// before the action or publish its result after it; it is retried.
+	ErrTypeSync = "WorkerSync"
 	// ErrTypeInterrupted: the action was cut short (the worker is shutting
 	// down or the call was cancelled); Temporal retries it, on this worker
 	// or another.
@@ -107,11 +110,31 @@ func (a *Activities) ExecuteAction(ctx context.Context, in ActionInput) (loop.Ev
 			}
 		}
 	}()
-	ev := x.Execute(ctx, in.View, in.Action)
+	var ev loop.Event
+	var syncErr error
+	if fx, ok := x.(FallibleExecutor); ok {
+		ev, syncErr = fx.TryExecute(ctx, in.View, in.Action)
+	} else {
+		ev = x.Execute(ctx, in.View, in.Action)
+	}
 	close(done)
 	<-stopped
+	if syncErr != nil {
+		// Not the attempt's fault either: run the action again, here or
+		// on another worker.
+		return loop.Event{}, temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("action %s on this worker: %v", in.Action.ID, syncErr), ErrTypeSync, syncErr)
+	}
 	ev.ActionID = in.Action.ID
 	return classify(ctx, ev)
+}
+
+// FallibleExecutor is an executor that can fail to carry an action out at
+// all, as a worker in a clone of its own does when it cannot bring the
+// clone up to date or publish what the action made. Such an action is
+// retried by Temporal, not failed.
+type FallibleExecutor interface {
+	TryExecute(ctx context.Context, s loop.State, a loop.Action) (loop.Event, error)
 }
 
 // classify turns the events Temporal should treat as failures into typed

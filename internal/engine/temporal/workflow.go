@@ -70,8 +70,10 @@ type RunInput struct {
 	JournalBase int `json:"journal_base,omitempty"`
 }
 
-// DefaultContinueAfter is about 1000 actions, some 6000 history events:
-// well inside Temporal's history limits, with payloads kept small by View.
+// DefaultContinueAfter is about 1000 actions, at most some 6000 history
+// events (when every action is an activity of the run; a task child's
+// entries cost the run about three): well inside Temporal's history
+// limits, with payloads kept small by View.
 const DefaultContinueAfter = 2000
 
 // Timeouts bound each action's activity.
@@ -315,7 +317,7 @@ func (r *runner) start(a loop.Action) {
 	case r.inChild(a):
 		if _, busy := r.children[a.TaskID]; busy {
 			// The running child owns the task; what it leaves in flight
-			// is started again when it returns (see childDone).
+			// is started again when it returns (see restartTask).
 			return
 		}
 		r.startChild(a.TaskID, []loop.Action{a})
