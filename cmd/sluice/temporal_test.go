@@ -84,6 +84,7 @@ func TestTemporalEngine(t *testing.T) {
 	t.Run("a killed worker", te.killedWorker)
 	t.Run("a time limit, resumed", te.timeLimitResumed)
 	t.Run("a killed starter re-attaches", te.killedStarter)
+	t.Run("workers in clones of their own", te.inClones)
 }
 
 type temporalE2E struct {
@@ -123,11 +124,15 @@ func (te *temporalE2E) flags(queue string) []string {
 	return []string{"--engine", "temporal", "--temporal", te.hostPort, "--task-queue", queue}
 }
 
+// runningDelegation is where a task delegation runs: the workflow that
+// scheduled it (the run's, or the task's child) and the worker's pid.
+type runningDelegation struct{ workflowID, pid string }
+
 // pendingTaskDelegations lists the task delegations (execute, review,
 // verify) running now, in the run's workflow or any workflow it started
-// for a task, with the pid of the worker running each.
-func (te *temporalE2E) pendingTaskDelegations(workflowID string) map[string]string {
-	out := map[string]string{}
+// for a task, with where each runs.
+func (te *temporalE2E) pendingTaskDelegations(workflowID string) map[string]runningDelegation {
+	out := map[string]runningDelegation{}
 	ids := []string{workflowID}
 	for len(ids) > 0 {
 		id := ids[0]
@@ -146,7 +151,7 @@ func (te *temporalE2E) pendingTaskDelegations(workflowID string) map[string]stri
 				continue
 			}
 			pid, _, _ := strings.Cut(pa.GetLastWorkerIdentity(), "@")
-			out[aid] = pid
+			out[aid] = runningDelegation{workflowID: id, pid: pid}
 		}
 	}
 	return out
@@ -171,31 +176,7 @@ func (te *temporalE2E) killedWorker(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- run.Wait() }()
-
-	var killedAction, workflowID string
-	deadline := time.After(5 * time.Minute)
-	for killedAction == "" {
-		select {
-		case err := <-done:
-			t.Fatalf("the run ended before a worker could be killed mid-delegation (err %v):\n%s", err, out.String())
-		case <-deadline:
-			t.Fatalf("no task delegation started within 5 minutes:\n%s", out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		runs, _ := filepath.Glob(filepath.Join(dir, ".sluice", "runs", "*", "meta.json"))
-		if len(runs) == 0 {
-			continue
-		}
-		workflowID = "sluice-" + filepath.Base(filepath.Dir(runs[0]))
-		for aid, pid := range te.pendingTaskDelegations(workflowID) {
-			for _, w := range workers {
-				if strconv.Itoa(w.Process.Pid) == pid && killedAction == "" {
-					_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
-					killedAction = aid
-				}
-			}
-		}
-	}
+	killedAction, workflowID := te.killMidDelegation(t, dir, workers[:], done, &out)
 	select {
 	case err := <-done:
 		if err != nil {
@@ -216,6 +197,136 @@ func (te *temporalE2E) killedWorker(t *testing.T) {
 	status, err := te.command(dir, "status").CombinedOutput()
 	if err != nil || !strings.Contains(string(status), "done  phase complete") {
 		t.Fatalf("sluice status on the temporal run: %v\n%s", err, status)
+	}
+}
+
+// killMidDelegation SIGKILLs whichever of workers runs one of a task's
+// delegations, once one does, and says which action it ran and in which
+// workflow (the task's child workflow holds its stages' history).
+func (te *temporalE2E) killMidDelegation(t *testing.T, dir string, workers []*exec.Cmd, done <-chan error, out *bytes.Buffer) (action, workflowID string) {
+	t.Helper()
+	deadline := time.After(5 * time.Minute)
+	for action == "" {
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended before a worker could be killed mid-delegation (err %v):\n%s", err, out.String())
+		case <-deadline:
+			t.Fatalf("no task delegation started within 5 minutes:\n%s", out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		runs, _ := filepath.Glob(filepath.Join(dir, ".sluice", "runs", "*", "meta.json"))
+		if len(runs) == 0 {
+			continue
+		}
+		for aid, d := range te.pendingTaskDelegations("sluice-" + filepath.Base(filepath.Dir(runs[0]))) {
+			for _, w := range workers {
+				if strconv.Itoa(w.Process.Pid) == d.pid && action == "" {
+					_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
+					action, workflowID = aid, d.workflowID
+				}
+			}
+		}
+	}
+	return action, workflowID
+}
+
+// inClones: the workers work in clones of their own, reaching the run
+// through a bare git remote (--remote), and one of them is killed
+// mid-delegation. The run ends with the local engine's tree, the starter's
+// run directory holds every delegation's message and transcript (collected
+// from the remote), and no completed delegation was sent again.
+func (te *temporalE2E) inClones(t *testing.T) {
+	dir := te.sample(t)
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	gitIn(t, dir, "init", "-q", "--bare", "-b", "main", bare)
+	gitIn(t, dir, "remote", "add", "origin", bare)
+	gitIn(t, dir, "push", "-q", "origin", "HEAD:refs/heads/main")
+	config, err := os.ReadFile(filepath.Join(dir, ".sluice", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs [3]bytes.Buffer
+	var workers [3]*exec.Cmd
+	var clones [3]string
+	startWorker := func(i int) {
+		clones[i] = filepath.Join(t.TempDir(), "clone")
+		gitIn(t, dir, "clone", "-q", bare, clones[i])
+		if err := os.MkdirAll(filepath.Join(clones[i], ".sluice"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(clones[i], ".sluice", "config.yaml"), config, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		w := te.command(clones[i], "worker", "--temporal", te.hostPort, "--task-queue", "clones", "--remote", "origin")
+		w.Stdout, w.Stderr = &logs[i], &logs[i]
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
+			_ = w.Wait()
+		})
+		workers[i] = w
+	}
+	startWorker(0)
+	startWorker(1)
+	run := te.command(dir, append(append([]string{"run", "--yes", "--jobs", "4", "--heartbeat-timeout", "3s", "--remote", "origin"}, te.flags("clones")...), demo.Goal)...)
+	var out bytes.Buffer
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	killed, _ := te.killMidDelegation(t, dir, workers[:2], done, &out)
+	t.Logf("killed the worker in a clone running %s", killed)
+	// A fresh clone joins, so two workers share the rest of the run and a
+	// task's stages land on different clones.
+	startWorker(2)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the run with workers in clones failed: %v\n%s\nworkers:\n%s\n%s\n%s", err, out.String(), logs[0].String(), logs[1].String(), logs[2].String())
+		}
+	case <-time.After(5 * time.Minute):
+		_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("the run with workers in clones did not finish within 5 minutes:\n%s\nworkers:\n%s\n%s\n%s", out.String(), logs[0].String(), logs[1].String(), logs[2].String())
+	}
+	branch := runBranch(t, dir)
+	if got := gitTree(t, dir, branch); got != te.want {
+		t.Fatalf("the run branch in the starter's repository has tree %s, want %s (local engine)\n%s", got, te.want, out.String())
+	}
+	runID := strings.TrimPrefix(branch, "sluice/")
+	worked := 0
+	for _, c := range clones[1:] {
+		// Each worker kept its copy of the run in its own clone, never in
+		// the starter's repository.
+		if _, err := os.Stat(filepath.Join(c, ".sluice", "worktrees", runID, "_run", "meta.json")); err == nil {
+			worked++
+		}
+	}
+	if worked != 2 {
+		t.Fatalf("%d of the two surviving workers' clones hold a copy of the run; both should have worked in their own clone", worked)
+	}
+	runDir := filepath.Join(dir, ".sluice", "runs", runID)
+	for _, f := range []string{"artifacts/baseline.json", "transcripts/task_t1_a1_execute.jsonl", "artifacts/final_gates.json"} {
+		if _, err := os.Stat(filepath.Join(runDir, f)); err != nil {
+			t.Errorf("the starter's run directory lacks %s, which a worker in a clone wrote: %v", f, err)
+		}
+	}
+	checkNoCompletedDelegationRepeated(t, dir, te.srv.Requests())
+	status, err := te.command(dir, "status").CombinedOutput()
+	if err != nil || !strings.Contains(string(status), "done  phase complete") {
+		t.Fatalf("sluice status on the run worked in clones: %v\n%s", err, status)
+	}
+}
+
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
 

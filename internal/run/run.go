@@ -93,6 +93,10 @@ type Meta struct {
 	BaseBranch string        `json:"base_branch"`
 	StartedAt  time.Time     `json:"started_at"`
 	Settings   loop.Settings `json:"settings"`
+	// Remote says the run's branches and files travel through a git
+	// remote between clones (--remote with the Temporal engine), so
+	// workers need a clone rather than this repository's path.
+	Remote bool `json:"remote,omitempty"`
 }
 
 const metaFile = "meta.json"
@@ -123,6 +127,7 @@ func Start(ctx context.Context, opts Options) (*Result, error) {
 		BaseBranch: branch,
 		StartedAt:  now.UTC().Truncate(time.Second),
 		Settings:   settingsFrom(p.cfg, opts),
+		Remote:     opts.Engine == EngineTemporal && opts.Temporal.Remote != "",
 	}
 	active, notices := capability.Enabled(p.capabilities, p.cfg.Capabilities.Enabled, p.cfg.Backend.Kind)
 	for _, n := range notices {

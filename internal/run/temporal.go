@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +50,10 @@ type TemporalOptions struct {
 	// ContinueAfter bounds each workflow history to about this many
 	// journal entries (zero: temporal.DefaultContinueAfter).
 	ContinueAfter int
+	// Remote names the git remote through which a run's branches and
+	// files travel between the starter and workers in clones of their own
+	// (see remoteSync). Empty: every worker shares the starter's path.
+	Remote string
 }
 
 func (t TemporalOptions) withDefaults() TemporalOptions {
@@ -89,27 +94,43 @@ func WorkflowID(runID string) string { return "sluice-" + runID }
 // empty; set x.Budget from what the run has spent. close releases it.
 func NewExecutor(ctx context.Context, runID string, opts Options) (x *local.Executor, close func() error, err error) {
 	opts = withDefaults(opts)
-	if runID == "" || filepath.Base(runID) != runID {
-		return nil, nil, fmt.Errorf("run id %q: want the name of a directory in .sluice/runs", runID)
+	if err := checkRunID(runID); err != nil {
+		return nil, nil, err
 	}
 	p, err := load(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	dir := filepath.Join(p.runsDir, runID)
+	return p.workerExecutor(ctx, filepath.Join(p.runsDir, runID), opts, false)
+}
+
+func checkRunID(runID string) error {
+	if runID == "" || filepath.Base(runID) != runID || runID == "." || runID == ".." {
+		return fmt.Errorf("run id %q: want the name of a directory in .sluice/runs", runID)
+	}
+	return nil
+}
+
+// workerExecutor builds a worker's executor of the run whose directory (or
+// this clone's copy of it, when remote) is dir.
+func (p *prepared) workerExecutor(ctx context.Context, dir string, opts Options, remote bool) (*local.Executor, func() error, error) {
+	runID := filepath.Base(dir)
 	var meta Meta
 	data, err := os.ReadFile(filepath.Join(dir, metaFile))
 	if err == nil {
 		err = json.Unmarshal(data, &meta)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read %s of run %s (a worker needs the repository and its .sluice/runs on a shared path): %w", metaFile, runID, err)
+		return nil, nil, fmt.Errorf("read %s of run %s (a worker needs the repository and its .sluice/runs on a shared path, or a clone and --remote when the run was started with --remote): %w", metaFile, runID, err)
+	}
+	if meta.Remote && !remote {
+		return nil, nil, fmt.Errorf("run %s shares its branches through a git remote (it was started with --remote): start this worker with --remote NAME, the remote's name in this clone", runID)
 	}
 	st, err := store.Attach(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	x, _, err = p.newExecutor(ctx, opts, st, meta, meta.Settings)
+	x, _, err := p.newExecutor(ctx, opts, st, meta, meta.Settings)
 	if err != nil {
 		st.Close()
 		return nil, nil, err
@@ -120,28 +141,65 @@ func NewExecutor(ctx context.Context, runID string, opts Options) (x *local.Exec
 
 // executors builds one executor per run (and budget limit) on a worker.
 type executors struct {
-	opts  Options
-	mu    sync.Mutex
-	byKey map[string]*local.Executor
-	close []func() error
+	opts Options
+	p    *prepared
+	// remote, when set, is the git remote runs travel through; owner
+	// names this worker's files on it.
+	remote, owner string
+	mu            sync.Mutex
+	byKey         map[string]engine.Executor
+	syncs         map[string]*remoteSync
+	close         []func() error
 }
 
 func (e *executors) Executor(ctx context.Context, runID string, view loop.State) (engine.Executor, error) {
+	if err := checkRunID(runID); err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	dir := filepath.Join(e.p.runsDir, runID)
+	var sync *remoteSync
+	if e.remote != "" {
+		// This clone's copy of the run directory: meta.json and the files
+		// other workers published (the baseline, for one).
+		dir = filepath.Join(e.p.sluiceDir, "worktrees", runID, "_run")
+		if sync = e.syncs[runID]; sync == nil {
+			sync = &remoteSync{repo: e.p.repo, remote: e.remote, runID: runID, owner: e.owner, now: e.opts.Now}
+			e.syncs[runID] = sync
+		}
+		if err := sync.fetch(ctx); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create this clone's copy of run %s: %w", runID, err)
+		}
+		if err := sync.pullFiles(ctx, dir, false); err != nil {
+			return nil, err
+		}
+		// The copy has no journal of its own (the starter keeps it); an
+		// empty one makes it a run directory to write artifacts into.
+		if f, err := os.OpenFile(filepath.Join(dir, store.JournalFile), os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			f.Close()
+		}
+	}
 	// A resume may raise the budget: a new limit gets a new account.
 	key := fmt.Sprintf("%s|%d|%g", runID, view.Settings.Budget.Tokens, view.Settings.Budget.USD)
 	if x, ok := e.byKey[key]; ok {
 		return x, nil
 	}
-	x, closeFn, err := NewExecutor(ctx, runID, e.opts)
+	x, closeFn, err := e.p.workerExecutor(ctx, dir, e.opts, e.remote != "")
 	if err != nil {
 		return nil, err
 	}
 	x.Budget = local.NewBudget(view.Settings.Budget, view.Usage)
-	e.byKey[key] = x
+	var ex engine.Executor = x
+	if sync != nil {
+		ex = &syncedExecutor{x: x, sync: sync, dir: dir}
+	}
+	e.byKey[key] = ex
 	e.close = append(e.close, closeFn)
-	return x, nil
+	return ex, nil
 }
 
 func (e *executors) closeAll() {
@@ -159,7 +217,8 @@ func (e *executors) closeAll() {
 func Work(ctx context.Context, opts Options, t TemporalOptions) error {
 	opts = withDefaults(opts)
 	t = t.withDefaults()
-	if _, err := load(ctx, opts); err != nil {
+	p, err := load(ctx, opts)
+	if err != nil {
 		return err
 	}
 	c, err := dial(ctx, t)
@@ -167,14 +226,21 @@ func Work(ctx context.Context, opts Options, t TemporalOptions) error {
 		return err
 	}
 	defer c.Close()
-	src := &executors{opts: opts, byKey: map[string]*local.Executor{}}
+	src := &executors{opts: opts, p: p, remote: t.Remote, owner: workerName(), byKey: map[string]engine.Executor{}, syncs: map[string]*remoteSync{}}
 	defer src.closeAll()
 	w := worker.New(c, t.TaskQueue, worker.Options{})
 	temporal.Register(w, &temporal.Activities{Source: src})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start the worker on task queue %s: %w", t.TaskQueue, err)
 	}
-	opts.Notice(fmt.Sprintf("worker polling task queue %s on %s (namespace %s)", t.TaskQueue, t.HostPort, t.Namespace))
+	where := "runs share this repository's path"
+	if t.Remote != "" {
+		if _, err := p.repo.RemoteRef(ctx, t.Remote, "HEAD"); err != nil {
+			return fmt.Errorf("--remote %s: this clone cannot reach it (name a remote of `git remote -v`, or a URL): %w", t.Remote, err)
+		}
+		where = "runs travel through the git remote " + t.Remote
+	}
+	opts.Notice(fmt.Sprintf("worker polling task queue %s on %s (namespace %s); %s", t.TaskQueue, t.HostPort, t.Namespace, where))
 	<-ctx.Done()
 	w.Stop()
 	return nil
@@ -241,6 +307,19 @@ func checkNotFollowed(st *store.Run) error {
 		ErrFollowedByTemporal, filepath.Base(st.Dir()), a.WorkflowID, a.HostPort, a.HostPort, a.TaskQueue)
 }
 
+// workerName names a worker's files on the remote: host and pid, as
+// Temporal names the worker, kept to the characters a ref name allows.
+func workerName() string {
+	host, _ := os.Hostname()
+	name := fmt.Sprintf("%s-%d", host, os.Getpid())
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, name)
+}
+
 // driveTemporal runs the loop as a Temporal workflow and journals it here:
 // it polls the workflow's journal query and writes every entry to the run
 // directory (and the live view) in the workflow's own order, so status,
@@ -250,8 +329,18 @@ func checkNotFollowed(st *store.Run) error {
 // while its workflow ran, this one re-attaches to that workflow.
 func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Run, meta Meta, s loop.State, resumed *loop.Event, journaled int, res *Result) (*Result, error) {
 	t := opts.Temporal.withDefaults()
-	if _, err := p.integration(ctx, meta); err != nil {
+	integration, err := p.integration(ctx, meta)
+	if err != nil {
 		return nil, err
+	}
+	var rs *remoteSync
+	switch {
+	case meta.Remote && t.Remote == "":
+		return nil, fmt.Errorf("run %s shares its branches through a git remote (it was started with --remote): resume it with --remote NAME", meta.RunID)
+	case !meta.Remote && t.Remote != "":
+		return nil, fmt.Errorf("run %s was started without --remote, and its workers share this repository's path: resume it without --remote", meta.RunID)
+	case meta.Remote:
+		rs = &remoteSync{repo: p.repo, remote: t.Remote, runID: meta.RunID, owner: "starter", now: opts.Now}
 	}
 	j := &journal{run: st}
 	// The same journal discipline as the local engine: record, fold,
@@ -263,7 +352,7 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 	}
 	defer c.Close()
 	wid := WorkflowID(meta.RunID)
-	f := &follower{c: c, wid: wid, eng: eng, j: j, s: s, opts: opts, asked: map[string]bool{}}
+	f := &follower{c: c, wid: wid, eng: eng, j: j, s: s, opts: opts, asked: map[string]bool{}, sync: rs, integration: integration, runDir: st.Dir()}
 
 	att, err := readAttachment(st)
 	if err != nil {
@@ -280,6 +369,9 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 		}
 		// It ended while no one followed it: everything it did is now in
 		// the journal, and the run resumes from there as usual.
+		if err := f.collect(ctx); err != nil {
+			return nil, err
+		}
 		att.Following = false
 		if err := writeAttachment(st, att); err != nil {
 			return nil, err
@@ -295,6 +387,11 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 			return nil, err
 		}
 		journaled++
+	}
+	if rs != nil {
+		if err := rs.publishRun(ctx, integration, st.Dir()); err != nil {
+			return nil, err
+		}
 	}
 	att = attachment{WorkflowID: wid, HostPort: t.HostPort, Namespace: t.Namespace, TaskQueue: t.TaskQueue, Offset: journaled, Following: true}
 	if err := writeAttachment(st, att); err != nil {
@@ -340,6 +437,19 @@ type follower struct {
 	cursor int
 	// asked holds the approval questions already put to someone.
 	asked map[string]bool
+	// sync, when the run travels through a git remote, collects the run
+	// branch into integration and the workers' files into runDir.
+	sync        *remoteSync
+	integration string
+	runDir      string
+}
+
+// collect brings in what workers in other clones made, when they do.
+func (f *follower) collect(ctx context.Context) error {
+	if f.sync == nil {
+		return nil
+	}
+	return f.sync.collect(ctx, f.integration, f.runDir)
 }
 
 // reattach finds the workflow an earlier starter recorded and catches the
@@ -480,6 +590,12 @@ wait:
 	if perr != nil {
 		return res, perr
 	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	err := f.collect(cctx)
+	cancel()
+	if err != nil {
+		return res, fmt.Errorf("%w; run `sluice resume` with the same flags to collect it again", err)
+	}
 	att.Following = false
 	if err := writeAttachment(st, att); err != nil {
 		return res, err
@@ -490,7 +606,6 @@ wait:
 	if wfErr != nil && stopReason == "" {
 		return res, fmt.Errorf("the workflow %s of run %s failed: %w", f.wid, meta.RunID, wfErr)
 	}
-	var err error
 	if stopReason != "" {
 		if s, err = f.eng.Emit(s, loop.Event{Type: loop.EvPaused, Reason: stopReason}); err != nil {
 			return res, err

@@ -54,6 +54,7 @@ func (fl *flags) register(cmd *cobra.Command, forResume bool) {
 	cmd.Flags().StringVar(&fl.temporal.Namespace, "namespace", "default", "with --engine temporal: the Temporal namespace")
 	cmd.Flags().StringVar(&fl.temporal.TaskQueue, "task-queue", "sluice", "with --engine temporal: the task queue the workers poll")
 	cmd.Flags().IntVar(&fl.temporal.ContinueAfter, "continue-after", 0, "with --engine temporal: continue the workflow as new after this many journal entries, keeping each history small (0: 2000)")
+	cmd.Flags().StringVar(&fl.temporal.Remote, "remote", "", "with --engine temporal: a git remote through which the run's branches and files reach workers in clones of their own (default: workers share this repository's path)")
 	cmd.Flags().DurationVar(&fl.temporal.Timeouts.Heartbeat, "heartbeat-timeout", time.Minute, "with --engine temporal: how long a silent worker keeps its action before another worker retries it")
 	if !forResume {
 		cmd.Flags().IntVarP(&fl.jobs, "jobs", "j", 0, "tasks run in parallel (default: from config, else the number of CPUs)")
@@ -79,6 +80,9 @@ func (fl *flags) validate() error {
 		}
 	default:
 		return fmt.Errorf("--engine %q: use local or temporal", fl.engine)
+	}
+	if fl.temporal.Remote != "" && fl.engine != run.EngineTemporal {
+		return errors.New("--remote is for --engine temporal: it is how workers in other clones reach the run")
 	}
 	if fl.temporal.Timeouts.Heartbeat < 0 || fl.temporal.ContinueAfter < 0 {
 		return errors.New("--heartbeat-timeout and --continue-after cannot be negative")

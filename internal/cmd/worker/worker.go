@@ -24,9 +24,11 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 "sluice run --engine temporal": agent delegations, quality gates, worktrees
 and merges, with real components, exactly as a local run does.
 
-Every worker of a task queue must see the same repository, including its
-.sluice directory (the same machine, or a shared path), and the same model
-configuration. Start as many as you like; a worker that dies mid-action is
+A worker either shares the starter's repository path (the same machine or a
+shared filesystem, the default), or works in a clone of its own with
+--remote NAME, for runs started with --remote: the run's branches and files
+then travel through that git remote. Every worker needs the same model and
+gate configuration. Start as many as you like; a worker that dies mid-action is
 replaced by another after the heartbeat timeout. Stop with ctrl+c.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -55,5 +57,6 @@ replaced by another after the heartbeat timeout. Stop with ctrl+c.`,
 	cmd.Flags().StringVar(&t.HostPort, "temporal", "", "the Temporal frontend address HOST:PORT")
 	cmd.Flags().StringVar(&t.Namespace, "namespace", "default", "the Temporal namespace")
 	cmd.Flags().StringVar(&t.TaskQueue, "task-queue", temporal.DefaultTaskQueue, "the task queue to poll")
+	cmd.Flags().StringVar(&t.Remote, "remote", "", "work in this clone: fetch and publish runs started with --remote through this git remote")
 	return cmd
 }

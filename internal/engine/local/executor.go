@@ -143,7 +143,8 @@ func actionError(err error) loop.Event {
 	return loop.Event{Type: loop.EvActionError, Detail: err.Error()}
 }
 
-func (x *Executor) taskWorktree(taskID string, attempt int) string {
+// TaskWorktree is where this executor checks out a task attempt.
+func (x *Executor) TaskWorktree(taskID string, attempt int) string {
 	return filepath.Join(x.WorktreesDir, fmt.Sprintf("%s-a%d", taskID, attempt))
 }
 
@@ -273,9 +274,9 @@ func (x *Executor) prepareWorktree(ctx context.Context, a loop.Action) loop.Even
 	}
 	if a.Attempt > 1 {
 		// The previous attempt's worktree is of no further use.
-		_ = x.Repo.RemoveWorktree(ctx, x.taskWorktree(a.TaskID, a.Attempt-1))
+		_ = x.Repo.RemoveWorktree(ctx, x.TaskWorktree(a.TaskID, a.Attempt-1))
 	}
-	path := x.taskWorktree(a.TaskID, a.Attempt)
+	path := x.TaskWorktree(a.TaskID, a.Attempt)
 	if err := x.Repo.AddWorktree(ctx, path, a.Branch, base); err != nil {
 		return actionError(err)
 	}
@@ -289,8 +290,7 @@ func (x *Executor) prepareWorktree(ctx context.Context, a loop.Action) loop.Even
 
 func (x *Executor) evaluateTask(ctx context.Context, s loop.State, a loop.Action) loop.Event {
 	t := s.Tasks[a.TaskID]
-	msg := fmt.Sprintf("%s: %s (attempt %d)", a.TaskID, taskTitle(s, a.TaskID), a.Attempt)
-	head, _, err := x.Repo.CommitAll(ctx, t.Worktree, msg, x.Identity)
+	head, _, err := x.Repo.CommitAll(ctx, t.Worktree, TaskCommitMessage(s, a.TaskID, a.Attempt), x.Identity)
 	if err != nil {
 		return actionError(err)
 	}
@@ -314,6 +314,13 @@ func (x *Executor) evaluateTask(ctx context.Context, s loop.State, a loop.Action
 	data, _ := json.MarshalIndent(results, "", "  ")
 	_ = x.Run.WriteFile("artifacts/"+artifactName(a.ID)+".json", data)
 	return ev
+}
+
+// TaskCommitMessage is the message of a task attempt's commit. With the
+// run's fixed identity it makes the commit a function of the work, wherever
+// it is made.
+func TaskCommitMessage(s loop.State, taskID string, attempt int) string {
+	return fmt.Sprintf("%s: %s (attempt %d)", taskID, taskTitle(s, taskID), attempt)
 }
 
 func taskTitle(s loop.State, id string) string {
