@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sluice-run/sluice/internal/demo"
+	"github.com/sluice-run/sluice/internal/engine/local"
+	"github.com/sluice-run/sluice/internal/loop"
+	sluicerun "github.com/sluice-run/sluice/internal/run"
 )
 
 // temporalCLI finds the Temporal CLI (go install
@@ -85,6 +89,7 @@ func TestTemporalEngine(t *testing.T) {
 	t.Run("a time limit, resumed", te.timeLimitResumed)
 	t.Run("a killed starter re-attaches", te.killedStarter)
 	t.Run("workers in clones of their own", te.inClones)
+	t.Run("the live view sees inside task workflows", te.liveActivity)
 }
 
 type temporalE2E struct {
@@ -318,6 +323,53 @@ func (te *temporalE2E) inClones(t *testing.T) {
 	status, err := te.command(dir, "status").CombinedOutput()
 	if err != nil || !strings.Contains(string(status), "done  phase complete") {
 		t.Fatalf("sluice status on the run worked in clones: %v\n%s", err, status)
+	}
+}
+
+// liveActivity: a task's entries reach the journal only when its child
+// workflow returns, so the starter shows what the child is doing as the
+// live view's activity on the task's first action, or a running task would
+// look silent (and soon stalled) until then.
+func (te *temporalE2E) liveActivity(t *testing.T) {
+	dir := te.sample(t)
+	te.worker(t, dir, "live", io.Discard)
+	getenv := func(k string) string {
+		for _, kv := range te.env {
+			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
+				return v
+			}
+		}
+		return ""
+	}
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	res, err := sluicerun.Start(context.Background(), sluicerun.Options{
+		Root: dir, Goal: demo.Goal, Jobs: 4, Yes: true, Getenv: getenv, Environ: te.env,
+		Engine:   sluicerun.EngineTemporal,
+		Temporal: sluicerun.TemporalOptions{HostPort: te.hostPort, TaskQueue: "live"},
+		Activity: func(a local.Activity) {
+			mu.Lock()
+			defer mu.Unlock()
+			if a.Tool != "" {
+				seen[a.ActionID] = append(seen[a.ActionID], a.Tool)
+			}
+		},
+	})
+	if err != nil || res.State.Status != loop.StatusDone {
+		t.Fatalf("the run: %v (%+v)", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	inside := 0
+	for id, tools := range seen {
+		for _, tool := range tools {
+			if strings.HasSuffix(id, "/worktree") && strings.HasPrefix(tool, strings.TrimSuffix(id, "worktree")) && !strings.HasSuffix(tool, "/worktree") {
+				inside++
+			}
+		}
+	}
+	if inside == 0 {
+		t.Fatalf("no activity named a stage run inside a task's child workflow; activity seen: %v", seen)
 	}
 }
 

@@ -444,6 +444,54 @@ type follower struct {
 	runDir      string
 }
 
+// showTasks passes what each task's child workflow is doing to the live
+// view as activity. Its entries reach the journal only when the child
+// returns; until then the view would show the task at the stage it
+// started with, silent, and soon marked stalled.
+func (f *follower) showTasks(ctx context.Context) {
+	if f.opts.Activity == nil {
+		return
+	}
+	// A child's id is the run's workflow id and the first of the task's
+	// actions it was started with, in InFlightActions order.
+	first := map[string]loop.Action{}
+	var tasks []string
+	for _, a := range loop.InFlightActions(f.s) {
+		if _, seen := first[a.TaskID]; a.TaskID == "" || a.Type == loop.ActMerge || seen {
+			continue
+		}
+		first[a.TaskID] = a
+		tasks = append(tasks, a.TaskID)
+	}
+	for _, id := range tasks {
+		a := first[id]
+		v, err := f.c.QueryWorkflow(ctx, f.wid+"/"+a.ID, "", temporal.QueryJournal, 0)
+		if err != nil {
+			continue // not started yet, or the run has no task children
+		}
+		var page temporal.JournalPage
+		if v.Get(&page) != nil {
+			continue
+		}
+		stage, tokens := "", int64(0)
+		for _, e := range page.Entries {
+			switch {
+			case e.Action != nil:
+				stage = e.Action.ID
+			case e.Event != nil:
+				tokens += e.Event.Usage.Tokens
+			}
+		}
+		if stage == "" {
+			continue
+		}
+		f.opts.Activity(local.Activity{ActionID: a.ID, TaskID: id, Tool: stage})
+		if tokens > 0 {
+			f.opts.Activity(local.Activity{ActionID: a.ID, TaskID: id, Tokens: tokens})
+		}
+	}
+}
+
 // collect brings in what workers in other clones made, when they do.
 func (f *follower) collect(ctx context.Context) error {
 	if f.sync == nil {
@@ -568,6 +616,7 @@ wait:
 			// A query can fail while no worker is up; the next tick retries.
 			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			_ = f.pull(qctx)
+			f.showTasks(qctx)
 			cancel()
 		case <-limit:
 			stopReason = fmt.Sprintf("the run's time limit of %s ran out; resume with `sluice resume`", opts.Timeout)
