@@ -147,9 +147,16 @@ type executors struct {
 	// names this worker's files on it.
 	remote, owner string
 	mu            sync.Mutex
-	byKey         map[string]engine.Executor
+	byKey         map[string]runExecutor
 	syncs         map[string]*remoteSync
 	close         []func() error
+}
+
+// runExecutor is a run's executor on a worker, and what runs actions
+// through it (the executor, or a syncedExecutor around it in a clone).
+type runExecutor struct {
+	x  *local.Executor
+	ex engine.Executor
 }
 
 func (e *executors) Executor(ctx context.Context, runID string, view loop.State) (engine.Executor, error) {
@@ -185,8 +192,10 @@ func (e *executors) Executor(ctx context.Context, runID string, view loop.State)
 	}
 	// A resume may raise the budget: a new limit gets a new account.
 	key := fmt.Sprintf("%s|%d|%g", runID, view.Settings.Budget.Tokens, view.Settings.Budget.USD)
-	if x, ok := e.byKey[key]; ok {
-		return x, nil
+	if w, ok := e.byKey[key]; ok {
+		// Other workers' spending reaches this one through the state.
+		w.x.Budget.Witness(view.Usage)
+		return w.ex, nil
 	}
 	x, closeFn, err := e.p.workerExecutor(ctx, dir, e.opts, e.remote != "")
 	if err != nil {
@@ -197,7 +206,7 @@ func (e *executors) Executor(ctx context.Context, runID string, view loop.State)
 	if sync != nil {
 		ex = &syncedExecutor{x: x, sync: sync, dir: dir}
 	}
-	e.byKey[key] = ex
+	e.byKey[key] = runExecutor{x: x, ex: ex}
 	e.close = append(e.close, closeFn)
 	return ex, nil
 }
@@ -226,7 +235,7 @@ func Work(ctx context.Context, opts Options, t TemporalOptions) error {
 		return err
 	}
 	defer c.Close()
-	src := &executors{opts: opts, p: p, remote: t.Remote, owner: workerName(), byKey: map[string]engine.Executor{}, syncs: map[string]*remoteSync{}}
+	src := &executors{opts: opts, p: p, remote: t.Remote, owner: workerName(), byKey: map[string]runExecutor{}, syncs: map[string]*remoteSync{}}
 	defer src.closeAll()
 	w := worker.New(c, t.TaskQueue, worker.Options{})
 	temporal.Register(w, &temporal.Activities{Source: src})

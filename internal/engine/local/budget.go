@@ -46,3 +46,14 @@ func (b *Budget) Spend(tokens int64, usd float64) {
 	b.tokens += tokens
 	b.usd += usd
 }
+
+// Witness raises the account to what the run as a whole is known to have
+// spent, when that is more: a worker's account sees its own calls, and the
+// run's state (as each action arrives) brings in every other worker's. It
+// never lowers the account, so nothing is counted twice.
+func (b *Budget) Witness(spent loop.Usage) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tokens = max(b.tokens, spent.Tokens)
+	b.usd = max(b.usd, spent.CostUSD)
+}
