@@ -738,10 +738,14 @@ func TestBudgetRunsOutInATask(t *testing.T) {
 	if r.err != nil || r.state.Status != loop.StatusPaused {
 		t.Fatalf("two jobs: status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
 	}
-	for id := range x.calls {
-		if loop.ActionOfID(id).Type == loop.ActMerge {
-			t.Errorf("%s ran while the run was paused", id)
+	// Whether t1 reaches its merge before t0 runs out depends on timing;
+	// what must hold is that no merge starts once the run is paused.
+	folded := loop.New("r18", testSettings(2))
+	for _, e := range r.journal {
+		if e.Action != nil && e.Action.Type == loop.ActMerge && folded.Status != loop.StatusRunning {
+			t.Errorf("%s was issued while the run was %s", e.Action.ID, folded.Status)
 		}
+		folded = loop.Fold(folded, []loop.Entry{e})
 	}
 	if len(r.state.InFlight) != 0 {
 		t.Errorf("the paused run left %v in flight", r.state.InFlight)
