@@ -444,6 +444,10 @@ func (te *temporalE2E) killedStarter(t *testing.T) {
 	_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
 	<-done
 
+	status, err := te.command(dir, "status").CombinedOutput()
+	if err != nil || !strings.Contains(string(status), "no sluice process follows the workflow") || !strings.Contains(string(status), "--task-queue reattach") {
+		t.Fatalf("sluice status after the starter was killed: want a note on re-attaching; got %v\n%s", err, status)
+	}
 	local, err := te.command(dir, "resume").CombinedOutput()
 	if err == nil || !strings.Contains(string(local), "re-attaches to the workflow") {
 		t.Fatalf("a local resume of a run its workflow still drives: want it refused, naming the temporal resume; got %v\n%s", err, local)
@@ -461,8 +465,8 @@ func (te *temporalE2E) killedStarter(t *testing.T) {
 	if n := runsOf(t, te.c, "sluice-"+strings.TrimPrefix(runBranch(t, dir), "sluice/")); n != 1 {
 		t.Fatalf("the run's workflow had %d runs; re-attaching must not start another", n)
 	}
-	status, err := te.command(dir, "status").CombinedOutput()
-	if err != nil || !strings.Contains(string(status), "done  phase complete") {
+	status, err = te.command(dir, "status").CombinedOutput()
+	if err != nil || !strings.Contains(string(status), "done  phase complete") || strings.Contains(string(status), "no sluice process follows") {
 		t.Fatalf("sluice status on the re-attached run: %v\n%s", err, status)
 	}
 }

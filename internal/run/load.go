@@ -19,6 +19,12 @@ type Loaded struct {
 	Records  []store.Record
 	Entries  []loop.Entry
 	Warnings []store.Warning
+	// Temporal is the workflow the run was last driven by on the Temporal
+	// engine; nil when it never was.
+	Temporal *Attachment
+	// DriverPID is the process driving the run now (sluice run or resume),
+	// 0 when none is.
+	DriverPID int
 }
 
 // RunsDir is where a repository keeps its runs.
@@ -57,5 +63,15 @@ func LoadDir(dir string) (*Loaded, error) {
 	}
 	l.Records, l.Entries, l.Warnings = recs, entries, warnings
 	l.State = loop.Fold(loop.New(l.Meta.RunID, l.Meta.Settings), entries)
+	if data, err := os.ReadFile(filepath.Join(dir, attachmentFile)); err == nil {
+		var a Attachment
+		if err := json.Unmarshal(data, &a); err != nil {
+			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, attachmentFile), err)
+		}
+		l.Temporal = &a
+	}
+	if pid, inUse, err := store.InUse(dir); err == nil && inUse {
+		l.DriverPID = pid
+	}
 	return l, nil
 }

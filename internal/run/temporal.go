@@ -255,15 +255,17 @@ func Work(ctx context.Context, opts Options, t TemporalOptions) error {
 	return nil
 }
 
-// attachment says, in the run directory, which workflow drives the run and
+// Attachment says, in the run directory (temporal.json), which workflow drives the run and
 // where its entries begin in the journal. A starter that dies leaves it
 // behind with Following set, and the next resume re-attaches to the
 // workflow instead of starting a second one.
-type attachment struct {
+type Attachment struct {
 	WorkflowID string `json:"workflow_id"`
 	HostPort   string `json:"host_port"`
 	Namespace  string `json:"namespace"`
 	TaskQueue  string `json:"task_queue"`
+	// Remote is the git remote the starter reaches the workers through.
+	Remote string `json:"remote,omitempty"`
 	// Offset is how many entries the journal held when the workflow
 	// started: the workflow's own entries follow it, in its order, so the
 	// next one to read is the journal's length minus Offset.
@@ -275,14 +277,14 @@ type attachment struct {
 
 const (
 	attachmentFile = "temporal.json"
-	// memoOffset carries attachment.Offset in the workflow's memo, so a
+	// memoOffset carries Attachment.Offset in the workflow's memo, so a
 	// re-attaching starter can tell the workflow it recorded from an older
 	// one of the same id.
 	memoOffset = "sluice_journal_offset"
 )
 
-func readAttachment(st *store.Run) (attachment, error) {
-	var a attachment
+func readAttachment(st *store.Run) (Attachment, error) {
+	var a Attachment
 	data, err := os.ReadFile(filepath.Join(st.Dir(), attachmentFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return a, nil
@@ -296,7 +298,7 @@ func readAttachment(st *store.Run) (attachment, error) {
 	return a, nil
 }
 
-func writeAttachment(st *store.Run, a attachment) error {
+func writeAttachment(st *store.Run, a Attachment) error {
 	data, _ := json.MarshalIndent(a, "", "  ")
 	return st.WriteFile(attachmentFile, data)
 }
@@ -312,8 +314,20 @@ func checkNotFollowed(st *store.Run) error {
 	if err != nil || !a.Following {
 		return err
 	}
-	return fmt.Errorf("%w: run %s was started as workflow %s on Temporal at %s, and its starter stopped before the workflow ended; resume it with `sluice resume --engine temporal --temporal %s --task-queue %s`, which re-attaches to the workflow (or collects what it did, if it has ended)",
-		ErrFollowedByTemporal, filepath.Base(st.Dir()), a.WorkflowID, a.HostPort, a.HostPort, a.TaskQueue)
+	return fmt.Errorf("%w: run %s was started as workflow %s on Temporal at %s, and its starter stopped before the workflow ended; resume it with `%s`, which re-attaches to the workflow (or collects what it did, if it has ended)",
+		ErrFollowedByTemporal, filepath.Base(st.Dir()), a.WorkflowID, a.HostPort, a.ResumeCommand())
+}
+
+// ResumeCommand is the command that re-attaches to the workflow.
+func (a Attachment) ResumeCommand() string {
+	cmd := fmt.Sprintf("sluice resume --engine temporal --temporal %s --task-queue %s", a.HostPort, a.TaskQueue)
+	if a.Namespace != "" && a.Namespace != "default" {
+		cmd += " --namespace " + a.Namespace
+	}
+	if a.Remote != "" {
+		cmd += " --remote " + a.Remote
+	}
+	return cmd
 }
 
 // workerName names a worker's files on the remote: host and pid, as
@@ -402,7 +416,7 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 			return nil, err
 		}
 	}
-	att = attachment{WorkflowID: wid, HostPort: t.HostPort, Namespace: t.Namespace, TaskQueue: t.TaskQueue, Offset: journaled, Following: true}
+	att = Attachment{WorkflowID: wid, HostPort: t.HostPort, Namespace: t.Namespace, TaskQueue: t.TaskQueue, Remote: t.Remote, Offset: journaled, Following: true}
 	if err := writeAttachment(st, att); err != nil {
 		return nil, err
 	}
@@ -512,7 +526,7 @@ func (f *follower) collect(ctx context.Context) error {
 // reattach finds the workflow an earlier starter recorded and catches the
 // journal up with it. running says whether it is still running; when it is
 // not, f holds everything it did.
-func (f *follower) reattach(ctx context.Context, att attachment, journaled int) (running bool, err error) {
+func (f *follower) reattach(ctx context.Context, att Attachment, journaled int) (running bool, err error) {
 	desc, err := f.c.DescribeWorkflowExecution(ctx, f.wid, "")
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
@@ -603,7 +617,7 @@ func (f *follower) ask(ctx context.Context, a loop.Action) {
 
 // followToEnd journals the workflow until it ends, then checks that the
 // run directory folds to the workflow's own result.
-func (p *prepared) followToEnd(ctx context.Context, opts Options, st *store.Run, meta Meta, f *follower, wr client.WorkflowRun, att attachment, res *Result) (*Result, error) {
+func (p *prepared) followToEnd(ctx context.Context, opts Options, st *store.Run, meta Meta, f *follower, wr client.WorkflowRun, att Attachment, res *Result) (*Result, error) {
 	t := opts.Temporal.withDefaults()
 	done := make(chan error, 1)
 	var final loop.State

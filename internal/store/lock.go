@@ -112,3 +112,22 @@ func LockRepo(sluiceDir string) (unlock func() error, err error) {
 	}
 	return l.release, nil
 }
+
+// InUse says whether a process holds run directory dir's lock (a run or
+// resume driving it), and which, without keeping the lock: it takes the
+// lock for an instant and lets go.
+func InUse(dir string) (pid int, inUse bool, err error) {
+	path := filepath.Join(dir, LockFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil
+	}
+	fl := flock.New(path)
+	ok, err := fl.TryLock()
+	if err != nil {
+		return 0, false, fmt.Errorf("probe the lock %s: %w", path, err)
+	}
+	if !ok {
+		return readPID(path), true, nil
+	}
+	return 0, false, fl.Unlock()
+}

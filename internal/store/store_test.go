@@ -541,3 +541,32 @@ func TestDiskFullLeavesNoDamage(t *testing.T) {
 		t.Errorf("journal after disk full: %+v, warnings %v; want A then Small", recs, warns)
 	}
 }
+
+// TestInUseSeesTheDriver: a run directory whose lock is held reads as in
+// use by the holder's pid; once released (or after a crash, when the
+// kernel drops it), it reads as free, and probing does not take it.
+func TestInUseSeesTheDriver(t *testing.T) {
+	dir := t.TempDir()
+	if _, inUse, err := InUse(dir); err != nil || inUse {
+		t.Fatalf("a directory with no lock file: in use %v (%v)", inUse, err)
+	}
+	l, err := acquire(filepath.Join(dir, LockFile), dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, inUse, err := InUse(dir)
+	if err != nil || !inUse || pid != os.Getpid() {
+		t.Fatalf("held lock: pid %d in use %v (%v), want pid %d", pid, inUse, err, os.Getpid())
+	}
+	if err := l.release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, inUse, err := InUse(dir); err != nil || inUse {
+		t.Fatalf("released lock: in use %v (%v)", inUse, err)
+	}
+	again, err := acquire(filepath.Join(dir, LockFile), dir, false)
+	if err != nil {
+		t.Fatalf("the probe kept the lock: %v", err)
+	}
+	again.release()
+}

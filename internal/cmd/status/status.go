@@ -67,6 +67,18 @@ func Print(w io.Writer, l *run.Loaded) {
 		fmt.Fprintf(w, "reason: %s\n", s.Reason)
 	}
 	fmt.Fprintf(w, "branch: %s (from %s at %.10s)\n", loop.IntegrationBranch(s.RunID), orDetached(l.Meta.BaseBranch), l.Meta.BaseSHA)
+	if a := l.Temporal; a != nil {
+		via := ""
+		if l.Meta.Remote {
+			via = ", branches through a git remote"
+		}
+		fmt.Fprintf(w, "engine: temporal, workflow %s at %s (task queue %s%s)\n", a.WorkflowID, a.HostPort, a.TaskQueue, via)
+		if a.Following && l.DriverPID == 0 {
+			// Its starter died while the workflow ran: the journal stops
+			// where the starter did.
+			fmt.Fprintf(w, "note: no sluice process follows the workflow, which may still be running; `%s` re-attaches to it\n", a.ResumeCommand())
+		}
+	}
 	budget := "unlimited"
 	if b := s.Settings.Budget; b.Tokens > 0 || b.USD > 0 {
 		var parts []string
