@@ -152,29 +152,30 @@ func (r *Repo) CommitFiles(ctx context.Context, ref, dir string, files []string,
 	return sha, nil
 }
 
-// Files reads every file of rev's tree: slash-separated path → content.
-func (r *Repo) Files(ctx context.Context, rev string) (map[string][]byte, error) {
+// Files reads the files of rev's tree that want accepts (nil: all):
+// slash-separated path → content.
+func (r *Repo) Files(ctx context.Context, rev string, want func(name string) bool) (map[string][]byte, error) {
 	out, err := git(ctx, r.root, nil, "ls-tree", "-r", "-z", "--full-tree", rev)
 	if err != nil {
 		return nil, fmt.Errorf("list the files of %s: %w", rev, err)
 	}
 	var names []string
-	var want bytes.Buffer
+	var shas bytes.Buffer
 	for _, entry := range splitZ(out) {
 		meta, name, ok := strings.Cut(entry, "\t")
 		fields := strings.Fields(meta)
-		if !ok || len(fields) != 3 || fields[1] != "blob" {
+		if !ok || len(fields) != 3 || fields[1] != "blob" || (want != nil && !want(name)) {
 			continue
 		}
 		names = append(names, name)
-		want.WriteString(fields[2] + "\n")
+		shas.WriteString(fields[2] + "\n")
 	}
 	files := make(map[string][]byte, len(names))
 	if len(names) == 0 {
 		return files, nil
 	}
 	cmd := command(ctx, r.root, nil, []string{"cat-file", "--batch"})
-	cmd.Stdin = &want
+	cmd.Stdin = &shas
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

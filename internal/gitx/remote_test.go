@@ -61,9 +61,13 @@ func TestFilesTravelThroughARemote(t *testing.T) {
 	if err != nil || len(refs) != 1 || refs[0] != (Ref{Name: ref, SHA: sha}) {
 		t.Fatalf("refs of clone b: %v (%v), want %s at %s", refs, err, ref, sha)
 	}
-	got, err := b.Files(ctx, ref)
+	got, err := b.Files(ctx, ref, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	some, err := b.Files(ctx, ref, func(name string) bool { return name == "meta.json" })
+	if err != nil || len(some) != 1 || string(some["meta.json"]) != files["meta.json"] {
+		t.Fatalf("reading only meta.json: %q (%v)", some, err)
 	}
 	if len(got) != len(files) {
 		t.Fatalf("read %d files, want %d: %v", len(got), len(files), got)

@@ -40,6 +40,10 @@ type remoteSync struct {
 	now   func() time.Time
 	// mu keeps one files push at a time per clone.
 	mu sync.Mutex
+	// integration is held by the actions that move or read this clone's
+	// run-branch worktree, so catching it up never pulls it from under a
+	// merge running beside it.
+	integration sync.Mutex
 }
 
 func (r *remoteSync) branch() string { return loop.IntegrationBranch(r.runID) }
@@ -175,19 +179,26 @@ func (r *remoteSync) pullFiles(ctx context.Context, dir string, overwrite bool) 
 		return err
 	}
 	for _, ref := range refs {
-		files, err := r.repo.Files(ctx, ref.SHA)
+		if !overwrite && ref.Name == r.filesPrefix()+r.owner {
+			continue // this clone's own files
+		}
+		var bad string
+		files, err := r.repo.Files(ctx, ref.SHA, func(name string) bool {
+			if !travels(name) {
+				bad = name
+				return false
+			}
+			_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(name)))
+			return err != nil || (overwrite && name != metaFile)
+		})
 		if err != nil {
 			return err
 		}
+		if bad != "" {
+			return fmt.Errorf("%s on the git remote %s holds %q, which is not a run file; remove the ref with `git push %s :%s`", ref.Name, r.remote, bad, r.remote, ref.Name)
+		}
 		for name, data := range files {
-			if !travels(name) {
-				return fmt.Errorf("%s on the git remote %s holds %q, which is not a run file; remove the ref with `git push %s :%s`", ref.Name, r.remote, name, r.remote, ref.Name)
-			}
-			path := filepath.Join(dir, filepath.FromSlash(name))
-			if _, err := os.Stat(path); err == nil && (!overwrite || name == metaFile) {
-				continue
-			}
-			if err := writeAtomic(path, data); err != nil {
+			if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(name)), data); err != nil {
 				return err
 			}
 		}
@@ -289,6 +300,10 @@ func (e *syncedExecutor) TryExecute(ctx context.Context, s loop.State, a loop.Ac
 		return loop.Event{}, err
 	}
 	path := e.x.TaskWorktree(a.TaskID, a.Attempt)
+	if a.TaskID == "" || a.Type == loop.ActWorktree || a.Type == loop.ActMerge {
+		r.integration.Lock()
+		defer r.integration.Unlock()
+	}
 	switch {
 	case a.TaskID == "", a.Type == loop.ActWorktree:
 		// Research, planning, baseline, final verification and points read

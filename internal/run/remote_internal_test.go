@@ -1,0 +1,115 @@
+package run
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-run/sluice/internal/gitx"
+)
+
+func gitCmd(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// TestRunFilesTravelAndStayInTheRunDirectory: a worker takes the files it
+// lacks from other clones' refs and keeps its own; the starter takes every
+// artifact (the later publication wins) but keeps its meta.json; a ref that
+// holds anything but run files (the journal, say) is refused, naming it.
+func TestRunFilesTravelAndStayInTheRunDirectory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	gitCmd(t, dir, "init", "-q", "-b", "main")
+	gitCmd(t, dir, "commit", "-q", "--allow-empty", "-m", "first")
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	gitCmd(t, dir, "init", "-q", "--bare", bare)
+	gitCmd(t, dir, "remote", "add", "origin", bare)
+	repo, err := gitx.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { clock = clock.Add(time.Second); return clock }
+	sync := func(owner string) *remoteSync {
+		return &remoteSync{repo: repo, remote: "origin", runID: "r1", owner: owner, now: now}
+	}
+	write := func(root, name, content string) {
+		t.Helper()
+		if err := writeAtomic(filepath.Join(root, filepath.FromSlash(name)), []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(root, name string) string {
+		data, _ := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
+		return string(data)
+	}
+
+	a := t.TempDir()
+	write(a, "meta.json", "{}")
+	write(a, "artifacts/baseline.json", "A")
+	write(a, "transcripts/task_t1_a1_execute.jsonl", "A")
+	if err := sync("worker-a").pushFiles(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	b := t.TempDir()
+	write(b, "artifacts/baseline.json", "B")
+	write(b, "artifacts/task_t2_a1_execute.json", "B")
+	wb := sync("worker-b")
+	if err := wb.pushFiles(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.fetch(ctx); err == nil {
+		t.Fatal("fetch succeeded although the remote has no run branch; the starter always pushes it first")
+	}
+	if err := repo.Fetch(ctx, "origin", "+refs/sluice/r1/files/*:refs/sluice/r1/files/*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.pullFiles(ctx, b, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(b, "artifacts/baseline.json"); got != "B" {
+		t.Errorf("a worker's own file was overwritten: %q", got)
+	}
+	if got := read(b, "transcripts/task_t1_a1_execute.jsonl"); got != "A" {
+		t.Errorf("a worker did not take the file it lacked: %q", got)
+	}
+
+	starter := t.TempDir()
+	write(starter, "meta.json", "starter's")
+	write(starter, "artifacts/baseline.json", "old")
+	if err := sync("starter").pullFiles(ctx, starter, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(starter, "meta.json"); got != "starter's" {
+		t.Errorf("the starter's meta.json was overwritten: %q", got)
+	}
+	if got := read(starter, "artifacts/baseline.json"); got != "B" {
+		t.Errorf("the starter kept %q; the later publication (worker b's) should win", got)
+	}
+	if got := read(starter, "artifacts/task_t2_a1_execute.json"); got != "B" {
+		t.Errorf("the starter lacks worker b's artifact: %q", got)
+	}
+
+	evil := t.TempDir()
+	write(evil, "log.jsonl", "{}")
+	if _, err := repo.CommitFiles(ctx, "refs/sluice/r1/files/evil", evil, []string{"log.jsonl"}, "evil", gitx.Identity{Name: "x", Email: "x@x", When: now()}); err != nil {
+		t.Fatal(err)
+	}
+	err = sync("starter").pullFiles(ctx, starter, true)
+	if err == nil || !strings.Contains(err.Error(), "refs/sluice/r1/files/evil") || !strings.Contains(err.Error(), "log.jsonl") {
+		t.Fatalf("a ref holding the journal: want an error naming the ref and the file, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(starter, "log.jsonl")); err == nil {
+		t.Fatal("a journal from the remote was written into the run directory")
+	}
+}
