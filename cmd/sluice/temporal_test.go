@@ -109,11 +109,11 @@ func (te *temporalE2E) sample(t *testing.T) string {
 	return dir
 }
 
-// worker starts `sluice worker` in dir on the task queue; it is killed at
-// the end of the test.
-func (te *temporalE2E) worker(t *testing.T, dir, queue string, log io.Writer) *exec.Cmd {
+// worker starts `sluice worker` in dir on the task queue, with any extra
+// flags; it is killed at the end of the test.
+func (te *temporalE2E) worker(t *testing.T, dir, queue string, log io.Writer, extra ...string) *exec.Cmd {
 	t.Helper()
-	w := te.command(dir, "worker", "--temporal", te.hostPort, "--task-queue", queue)
+	w := te.command(dir, append([]string{"worker", "--temporal", te.hostPort, "--task-queue", queue}, extra...)...)
 	w.Stdout, w.Stderr = log, log
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -127,6 +127,63 @@ func (te *temporalE2E) worker(t *testing.T, dir, queue string, log io.Writer) *e
 
 func (te *temporalE2E) flags(queue string) []string {
 	return []string{"--engine", "temporal", "--temporal", te.hostPort, "--task-queue", queue}
+}
+
+// started is a sluice command running in the background.
+type started struct {
+	cmd  *exec.Cmd
+	out  bytes.Buffer
+	done chan error
+}
+
+func (te *temporalE2E) start(t *testing.T, dir string, args ...string) *started {
+	t.Helper()
+	s := &started{cmd: te.command(dir, args...), done: make(chan error, 1)}
+	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() { _ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) })
+	return s
+}
+
+// until polls cond until it holds; the command ending first, or five
+// minutes passing, fails the test.
+func (s *started) until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(5 * time.Minute)
+	for !cond() {
+		select {
+		case err := <-s.done:
+			t.Fatalf("the run ended (err %v) before %s:\n%s", err, what, s.out.String())
+		case <-deadline:
+			t.Fatalf("%s did not happen within 5 minutes:\n%s", what, s.out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// wait waits up to five minutes for the command to succeed; the workers'
+// logs are shown if it does not.
+func (s *started) wait(t *testing.T, logs ...*bytes.Buffer) {
+	t.Helper()
+	var all strings.Builder
+	show := func() string {
+		for i, l := range logs {
+			fmt.Fprintf(&all, "\nworker %d:\n%s", i+1, l.String())
+		}
+		return all.String()
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("the run failed: %v\n%s%s", err, s.out.String(), show())
+		}
+	case <-time.After(5 * time.Minute):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("the run did not finish within 5 minutes:\n%s%s", s.out.String(), show())
+	}
 }
 
 // runningDelegation is where a task delegation runs: the workflow that
@@ -173,26 +230,11 @@ func (te *temporalE2E) killedWorker(t *testing.T) {
 	for i := range workers {
 		workers[i] = te.worker(t, dir, "killed-worker", &logs[i])
 	}
-	run := te.command(dir, append(append([]string{"run", "--yes", "--jobs", "4", "--heartbeat-timeout", "3s"}, te.flags("killed-worker")...), demo.Goal)...)
-	var out bytes.Buffer
-	run.Stdout, run.Stderr = &out, &out
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- run.Wait() }()
-	killedAction, workflowID := te.killMidDelegation(t, dir, workers[:], done, &out)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the temporal run failed after a worker was killed: %v\n%s\nworker 1:\n%s\nworker 2:\n%s", err, out.String(), logs[0].String(), logs[1].String())
-		}
-	case <-time.After(5 * time.Minute):
-		_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
-		t.Fatalf("the temporal run did not finish within 5 minutes after the kill:\n%s\nworker 1:\n%s\nworker 2:\n%s", out.String(), logs[0].String(), logs[1].String())
-	}
+	run := te.start(t, dir, append(append([]string{"run", "--yes", "--jobs", "4", "--heartbeat-timeout", "3s"}, te.flags("killed-worker")...), demo.Goal)...)
+	killedAction, workflowID := te.killMidDelegation(t, dir, workers[:], run)
+	run.wait(t, &logs[0], &logs[1])
 	if got := gitTree(t, dir, runBranch(t, dir)); got != te.want {
-		t.Fatalf("the temporal run's branch tree is %s, want %s (local engine)\n%s", got, te.want, out.String())
+		t.Fatalf("the temporal run's branch tree is %s, want %s (local engine)\n%s", got, te.want, run.out.String())
 	}
 	t.Logf("killed the worker running %s", killedAction)
 	if n := startsOf(t, te.c, workflowID, killedAction); n < 2 {
@@ -208,30 +250,24 @@ func (te *temporalE2E) killedWorker(t *testing.T) {
 // killMidDelegation SIGKILLs whichever of workers runs one of a task's
 // delegations, once one does, and says which action it ran and in which
 // workflow (the task's child workflow holds its stages' history).
-func (te *temporalE2E) killMidDelegation(t *testing.T, dir string, workers []*exec.Cmd, done <-chan error, out *bytes.Buffer) (action, workflowID string) {
+func (te *temporalE2E) killMidDelegation(t *testing.T, dir string, workers []*exec.Cmd, run *started) (action, workflowID string) {
 	t.Helper()
-	deadline := time.After(5 * time.Minute)
-	for action == "" {
-		select {
-		case err := <-done:
-			t.Fatalf("the run ended before a worker could be killed mid-delegation (err %v):\n%s", err, out.String())
-		case <-deadline:
-			t.Fatalf("no task delegation started within 5 minutes:\n%s", out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
+	run.until(t, "a worker was killed mid-delegation", func() bool {
 		runs, _ := filepath.Glob(filepath.Join(dir, ".sluice", "runs", "*", "meta.json"))
 		if len(runs) == 0 {
-			continue
+			return false
 		}
 		for aid, d := range te.pendingTaskDelegations("sluice-" + filepath.Base(filepath.Dir(runs[0]))) {
 			for _, w := range workers {
-				if strconv.Itoa(w.Process.Pid) == d.pid && action == "" {
+				if strconv.Itoa(w.Process.Pid) == d.pid {
 					_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
 					action, workflowID = aid, d.workflowID
+					return true
 				}
 			}
 		}
-	}
+		return false
+	})
 	return action, workflowID
 }
 
@@ -262,44 +298,20 @@ func (te *temporalE2E) inClones(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(clones[i], ".sluice", "config.yaml"), config, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		w := te.command(clones[i], "worker", "--temporal", te.hostPort, "--task-queue", "clones", "--remote", "origin")
-		w.Stdout, w.Stderr = &logs[i], &logs[i]
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
-			_ = w.Wait()
-		})
-		workers[i] = w
+		workers[i] = te.worker(t, clones[i], "clones", &logs[i], "--remote", "origin")
 	}
 	startWorker(0)
 	startWorker(1)
-	run := te.command(dir, append(append([]string{"run", "--yes", "--jobs", "4", "--heartbeat-timeout", "3s", "--remote", "origin"}, te.flags("clones")...), demo.Goal)...)
-	var out bytes.Buffer
-	run.Stdout, run.Stderr = &out, &out
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- run.Wait() }()
-	killed, _ := te.killMidDelegation(t, dir, workers[:2], done, &out)
+	run := te.start(t, dir, append(append([]string{"run", "--yes", "--jobs", "4", "--heartbeat-timeout", "3s", "--remote", "origin"}, te.flags("clones")...), demo.Goal)...)
+	killed, _ := te.killMidDelegation(t, dir, workers[:2], run)
 	t.Logf("killed the worker in a clone running %s", killed)
 	// A fresh clone joins, so two workers share the rest of the run and a
 	// task's stages land on different clones.
 	startWorker(2)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the run with workers in clones failed: %v\n%s\nworkers:\n%s\n%s\n%s", err, out.String(), logs[0].String(), logs[1].String(), logs[2].String())
-		}
-	case <-time.After(5 * time.Minute):
-		_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
-		t.Fatalf("the run with workers in clones did not finish within 5 minutes:\n%s\nworkers:\n%s\n%s\n%s", out.String(), logs[0].String(), logs[1].String(), logs[2].String())
-	}
+	run.wait(t, &logs[0], &logs[1], &logs[2])
 	branch := runBranch(t, dir)
 	if got := gitTree(t, dir, branch); got != te.want {
-		t.Fatalf("the run branch in the starter's repository has tree %s, want %s (local engine)\n%s", got, te.want, out.String())
+		t.Fatalf("the run branch in the starter's repository has tree %s, want %s (local engine)\n%s", got, te.want, run.out.String())
 	}
 	runID := strings.TrimPrefix(branch, "sluice/")
 	worked := 0
@@ -416,33 +428,17 @@ func (te *temporalE2E) timeLimitResumed(t *testing.T) {
 func (te *temporalE2E) killedStarter(t *testing.T) {
 	dir := te.sample(t)
 	te.worker(t, dir, "reattach", io.Discard)
-	run := te.command(dir, append(append([]string{"run", "--yes", "--jobs", "4"}, te.flags("reattach")...), demo.Goal)...)
-	var out bytes.Buffer
-	run.Stdout, run.Stderr = &out, &out
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- run.Wait() }()
-	deadline := time.After(5 * time.Minute)
-	for {
-		select {
-		case err := <-done:
-			t.Fatalf("the run ended before its starter could be killed (err %v):\n%s", err, out.String())
-		case <-deadline:
-			t.Fatalf("no task started within 5 minutes:\n%s", out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
+	run := te.start(t, dir, append(append([]string{"run", "--yes", "--jobs", "4"}, te.flags("reattach")...), demo.Goal)...)
+	run.until(t, "t1's executor was journaled", func() bool {
 		logs, _ := filepath.Glob(filepath.Join(dir, ".sluice", "runs", "*", "log.jsonl"))
 		if len(logs) == 0 {
-			continue
+			return false
 		}
-		if data, _ := os.ReadFile(logs[0]); bytes.Contains(data, []byte(`"task/t1/a1/execute"`)) {
-			break
-		}
-	}
-	_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
-	<-done
+		data, _ := os.ReadFile(logs[0])
+		return bytes.Contains(data, []byte(`"task/t1/a1/execute"`))
+	})
+	_ = syscall.Kill(-run.cmd.Process.Pid, syscall.SIGKILL)
+	<-run.done
 
 	status, err := te.command(dir, "status").CombinedOutput()
 	if err != nil || !strings.Contains(string(status), "no sluice process follows the workflow") || !strings.Contains(string(status), "--task-queue reattach") {

@@ -7,23 +7,31 @@ import (
 	"testing"
 )
 
+// clonePair makes a repository a with a bare remote "origin" and a clone b
+// of that remote.
+func clonePair(t *testing.T) (a *Repo, dirA string, b *Repo, dirB string) {
+	t.Helper()
+	a, dirA = newRepo(t)
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	run(t, t.TempDir(), "init", "-q", "--bare", "-b", "main", bare)
+	run(t, dirA, "remote", "add", "origin", bare)
+	run(t, dirA, "push", "-q", "origin", "main")
+	dirB = filepath.Join(t.TempDir(), "b")
+	run(t, t.TempDir(), "clone", "-q", bare, dirB)
+	b, err := Open(context.Background(), dirB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, dirA, b, dirB
+}
+
 // TestFilesTravelThroughARemote: files committed under a ref in one clone
 // are pushed, fetched by another clone and read back byte for byte; a
 // branch pushed from one clone is fetched into the other's remote-tracking
 // refs, and pruned there once the remote deletes it.
 func TestFilesTravelThroughARemote(t *testing.T) {
 	ctx := context.Background()
-	a, dirA := newRepo(t)
-	bare := filepath.Join(t.TempDir(), "remote.git")
-	run(t, t.TempDir(), "init", "-q", "--bare", "-b", "main", bare)
-	run(t, dirA, "remote", "add", "origin", bare)
-	run(t, dirA, "push", "-q", "origin", "main")
-	dirB := filepath.Join(t.TempDir(), "b")
-	run(t, t.TempDir(), "clone", "-q", bare, dirB)
-	b, err := Open(ctx, dirB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, dirA, b, _ := clonePair(t)
 
 	src := t.TempDir()
 	files := map[string]string{
@@ -109,17 +117,7 @@ func TestFilesTravelThroughARemote(t *testing.T) {
 // overwrites another worker's.
 func TestPushRefusesANonFastForward(t *testing.T) {
 	ctx := context.Background()
-	a, dirA := newRepo(t)
-	bare := filepath.Join(t.TempDir(), "remote.git")
-	run(t, t.TempDir(), "init", "-q", "--bare", "-b", "main", bare)
-	run(t, dirA, "remote", "add", "origin", bare)
-	run(t, dirA, "push", "-q", "origin", "main")
-	dirB := filepath.Join(t.TempDir(), "b")
-	run(t, t.TempDir(), "clone", "-q", bare, dirB)
-	b, err := Open(ctx, dirB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, dirA, b, dirB := clonePair(t)
 	write(t, filepath.Join(dirB, "b.txt"), "b\n")
 	run(t, dirB, "add", "b.txt")
 	run(t, dirB, "commit", "-q", "-m", "b")
