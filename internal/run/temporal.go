@@ -76,7 +76,7 @@ func dial(ctx context.Context, t TemporalOptions) (client.Client, error) {
 	if t.HostPort == "" {
 		return nil, errors.New("no Temporal address: pass --temporal HOST:PORT (e.g. 127.0.0.1:7233)")
 	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: t.HostPort, Namespace: t.Namespace, Logger: tlog.NewStructuredLogger(t.Logger)})
+	c, err := client.DialContext(ctx, client.Options{HostPort: t.HostPort, Namespace: t.Namespace, Logger: tlog.NewStructuredLogger(t.Logger), DataConverter: temporal.DataConverter()})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", t.HostPort, t.Namespace, err)
 	}

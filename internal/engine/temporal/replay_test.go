@@ -48,8 +48,14 @@ const (
 	recordedChild = "sluice-record/task/t1/a1/worktree"
 )
 
-func newReplayer(run, task any) worker.WorkflowReplayer {
-	r := worker.NewWorkflowReplayer()
+func newReplayer(t *testing.T, run, task any) worker.WorkflowReplayer {
+	t.Helper()
+	// The converter sluice's clients use, so a recorded history with a
+	// compressed payload replays too.
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.RegisterWorkflowWithOptions(run, workflow.RegisterOptions{Name: WorkflowName})
 	r.RegisterWorkflowWithOptions(task, workflow.RegisterOptions{Name: TaskWorkflowName})
 	return r
@@ -85,7 +91,7 @@ func replay(t *testing.T, r worker.WorkflowReplayer, file string) error {
 func TestReplayRecordedHistory(t *testing.T) {
 	for _, file := range []string{activitiesHistory, childrenHistory, taskHistory} {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			if err := replay(t, newReplayer(RunWorkflow, TaskWorkflow), file); err != nil {
+			if err := replay(t, newReplayer(t, RunWorkflow, TaskWorkflow), file); err != nil {
 				t.Fatalf("the workflow no longer replays its recorded history %s (a non-deterministic change to the reducer or the workflow?): %v", file, err)
 			}
 		})
@@ -112,9 +118,9 @@ func TestReplayCatchesAChangedSchedule(t *testing.T) {
 		file string
 		r    worker.WorkflowReplayer
 	}{
-		{activitiesHistory, newReplayer(oneJob, TaskWorkflow)},
-		{childrenHistory, newReplayer(oneJob, TaskWorkflow)},
-		{taskHistory, newReplayer(RunWorkflow, noReview)},
+		{activitiesHistory, newReplayer(t, oneJob, TaskWorkflow)},
+		{childrenHistory, newReplayer(t, oneJob, TaskWorkflow)},
+		{taskHistory, newReplayer(t, RunWorkflow, noReview)},
 	} {
 		t.Run(filepath.Base(c.file), func(t *testing.T) {
 			err := replay(t, c.r, c.file)
@@ -154,7 +160,7 @@ func TestRecordHistory(t *testing.T) {
 		LogLevel:      "error",
 		Stdout:        io.Discard,
 		Stderr:        io.Discard,
-		ClientOptions: &client.Options{Namespace: "default", Logger: quietLogger()},
+		ClientOptions: &client.Options{Namespace: "default", Logger: quietLogger(), DataConverter: DataConverter()},
 	})
 	if err != nil {
 		t.Fatal(err)
