@@ -336,6 +336,20 @@ func (te *temporalE2E) inClones(t *testing.T) {
 	if err != nil || !strings.Contains(string(status), "done  phase complete") {
 		t.Fatalf("sluice status on the run worked in clones: %v\n%s", err, status)
 	}
+	// Once collected, the remote keeps the run branch and nothing else of
+	// the run.
+	refs, err := exec.Command("git", "-C", bare, "for-each-ref", "--format=%(refname)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range strings.Fields(string(refs)) {
+		if strings.Contains(ref, runID) && ref != "refs/heads/"+branch {
+			t.Errorf("the remote still has %s after the run was collected", ref)
+		}
+	}
+	if !strings.Contains(string(refs), "refs/heads/"+branch+"\n") {
+		t.Errorf("the remote lost the run branch %s:\n%s", branch, refs)
+	}
 }
 
 // liveActivity: a task's entries reach the journal only when its child

@@ -264,6 +264,29 @@ func (r *remoteSync) collect(ctx context.Context, integration, runDir string) er
 	return r.pullFiles(ctx, runDir, true)
 }
 
+// prune deletes from the remote what only the run's workers needed, once
+// the starter has collected it: the task branches and the files refs. The
+// run branch stays. It is tidying: a failure leaves refs behind, no more.
+func (r *remoteSync) prune(ctx context.Context) {
+	var gone []string
+	for _, prefix := range []string{r.filesPrefix(), r.tracking(r.branch() + "-tasks/")} {
+		refs, err := r.repo.Refs(ctx, prefix)
+		if err != nil {
+			return
+		}
+		for _, ref := range refs {
+			name := ref.Name
+			if rest, ok := strings.CutPrefix(name, "refs/remotes/"+r.remote+"/"); ok {
+				name = "refs/heads/" + rest
+			}
+			gone = append(gone, ":"+name)
+		}
+	}
+	if len(gone) > 0 && r.push(ctx, gone...) == nil {
+		_ = r.fetch(ctx) // prunes this clone's copies of them
+	}
+}
+
 // syncedExecutor runs actions in a clone: before each it fetches the run
 // and brings the worktree the action works in to the remote's state; after
 // it, it publishes what the action made. Only the reducer's view of the

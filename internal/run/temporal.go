@@ -693,6 +693,10 @@ wait:
 	}
 	if s.Phase == loop.PhaseComplete {
 		p.cleanup(ctx, meta.RunID)
+		if f.sync != nil {
+			// Collected: the remote keeps only the run branch.
+			f.sync.prune(ctx)
+		}
 	}
 	return res, nil
 }
