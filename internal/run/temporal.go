@@ -399,7 +399,7 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 		if err := writeAttachment(st, att); err != nil {
 			return nil, err
 		}
-		s, journaled = f.s, journaled+f.cursor
+		s, journaled = f.s, f.journaled(att, journaled)
 		if s.Phase == loop.PhaseComplete {
 			res.State = s
 			return res, j.Snapshot(s)
@@ -521,6 +521,17 @@ func (f *follower) collect(ctx context.Context) error {
 		return nil
 	}
 	return f.sync.collect(ctx, f.integration, f.runDir)
+}
+
+// journaled is how many entries the run directory's journal holds after
+// following: the workflow's entries (cursor) come after the Offset it
+// started at. Before the follower found the workflow (it never started,
+// cursor 0 with no run), that is what the journal held to begin with.
+func (f *follower) journaled(att Attachment, before int) int {
+	if f.runID == "" {
+		return before
+	}
+	return att.Offset + f.cursor
 }
 
 // reattach finds the workflow an earlier starter recorded and catches the
