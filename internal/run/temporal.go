@@ -402,7 +402,14 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 		s, journaled = f.s, f.journaled(att, journaled)
 		if s.Phase == loop.PhaseComplete {
 			res.State = s
-			return res, j.Snapshot(s)
+			if err := j.Snapshot(s); err != nil {
+				return res, err
+			}
+			p.cleanup(ctx, meta.RunID)
+			if rs != nil {
+				rs.prune(ctx)
+			}
+			return res, nil
 		}
 	}
 	if resumed != nil {
