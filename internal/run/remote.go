@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -40,6 +41,9 @@ type remoteSync struct {
 	now   func() time.Time
 	// mu keeps one files push at a time per clone.
 	mu sync.Mutex
+	// pulled names the files this clone took from others: it publishes
+	// only its own, so an old copy never wins over a newer one.
+	pulled map[string]bool
 	// integration is held by the actions that move or read this clone's
 	// run-branch worktree, so catching it up never pulls it from under a
 	// merge running beside it.
@@ -53,7 +57,16 @@ func (r *remoteSync) tracking(branch string) string {
 	return "refs/remotes/" + r.remote + "/" + branch
 }
 
+// filesPrefix is where the clones' files refs live on the remote, and
+// where this clone makes its own before pushing it.
 func (r *remoteSync) filesPrefix() string { return "refs/sluice/" + r.runID + "/files/" }
+
+// fetchedFiles is where a fetch puts the remote's files refs: apart from
+// this clone's own, which a fetch (forced, pruning) must never move
+// between its commit and its push.
+func (r *remoteSync) fetchedFiles() string {
+	return "refs/sluice-fetched/" + r.remote + "/" + r.runID + "/files/"
+}
 
 // fetch brings the run branch, every task branch and every clone's files
 // ref from the remote.
@@ -62,7 +75,7 @@ func (r *remoteSync) fetch(ctx context.Context) error {
 	err := r.repo.Fetch(ctx, r.remote,
 		"+refs/heads/"+b+":"+r.tracking(b),
 		"+refs/heads/"+b+"-tasks/*:"+r.tracking(b+"-tasks/*"),
-		"+"+r.filesPrefix()+"*:"+r.filesPrefix()+"*")
+		"+"+r.filesPrefix()+"*:"+r.fetchedFiles()+"*")
 	if err != nil {
 		return fmt.Errorf("bring run %s from the git remote %s (was the run started with --remote, and can this clone reach the remote?): %w", r.runID, r.remote, err)
 	}
@@ -157,9 +170,18 @@ func runFiles(dir string) ([]string, error) {
 func (r *remoteSync) pushFiles(ctx context.Context, dir string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	names, err := runFiles(dir)
-	if err != nil || len(names) == 0 {
+	all, err := runFiles(dir)
+	if err != nil {
 		return err
+	}
+	var names []string
+	for _, n := range all {
+		if !r.pulled[n] {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil
 	}
 	ref := r.filesPrefix() + r.owner
 	id := gitx.Identity{Name: "sluice", Email: "sluice@localhost", When: r.now()}
@@ -174,12 +196,12 @@ func (r *remoteSync) pushFiles(ctx context.Context, dir string) error {
 // (overwrite) takes every artifact and transcript, a later publication
 // winning, but keeps its own meta.json.
 func (r *remoteSync) pullFiles(ctx context.Context, dir string, overwrite bool) error {
-	refs, err := r.repo.Refs(ctx, r.filesPrefix())
+	refs, err := r.repo.Refs(ctx, r.fetchedFiles())
 	if err != nil {
 		return err
 	}
 	for _, ref := range refs {
-		if !overwrite && ref.Name == r.filesPrefix()+r.owner {
+		if !overwrite && ref.Name == r.fetchedFiles()+r.owner {
 			continue // this clone's own files
 		}
 		var bad string
@@ -195,11 +217,20 @@ func (r *remoteSync) pullFiles(ctx context.Context, dir string, overwrite bool) 
 			return err
 		}
 		if bad != "" {
-			return fmt.Errorf("%s on the git remote %s holds %q, which is not a run file; remove the ref with `git push %s :%s`", ref.Name, r.remote, bad, r.remote, ref.Name)
+			name := r.filesPrefix() + strings.TrimPrefix(ref.Name, r.fetchedFiles())
+			return fmt.Errorf("%s on the git remote %s holds %q, which is not a run file; remove the ref with `git push %s :%s`", name, r.remote, bad, r.remote, name)
 		}
 		for name, data := range files {
 			if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(name)), data); err != nil {
 				return err
+			}
+			if !overwrite {
+				r.mu.Lock()
+				if r.pulled == nil {
+					r.pulled = map[string]bool{}
+				}
+				r.pulled[name] = true
+				r.mu.Unlock()
 			}
 		}
 	}
@@ -209,8 +240,16 @@ func (r *remoteSync) pullFiles(ctx context.Context, dir string, overwrite bool) 
 // travels says whether a path may be written into a run directory from a
 // remote: the run files, and nothing outside the directory.
 func travels(name string) bool {
-	if !filepath.IsLocal(filepath.FromSlash(name)) {
+	// Git accepts "." and ".." tree entries, so a name is taken only when
+	// it is already clean: "artifacts/../log.jsonl" must not reach the
+	// journal.
+	if path.Clean(name) != name || !filepath.IsLocal(filepath.FromSlash(name)) {
 		return false
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == "." || part == ".." || part == "" {
+			return false
+		}
 	}
 	return name == metaFile || strings.HasPrefix(name, "artifacts/") || strings.HasPrefix(name, "transcripts/")
 }
@@ -269,17 +308,17 @@ func (r *remoteSync) collect(ctx context.Context, integration, runDir string) er
 // run branch stays. It is tidying: a failure leaves refs behind, no more.
 func (r *remoteSync) prune(ctx context.Context) {
 	var gone []string
-	for _, prefix := range []string{r.filesPrefix(), r.tracking(r.branch() + "-tasks/")} {
-		refs, err := r.repo.Refs(ctx, prefix)
+	// The remote's names of what this clone fetched.
+	for fetched, remote := range map[string]string{
+		r.fetchedFiles():                    r.filesPrefix(),
+		r.tracking(r.branch() + "-tasks/"): "refs/heads/" + r.branch() + "-tasks/",
+	} {
+		refs, err := r.repo.Refs(ctx, fetched)
 		if err != nil {
 			return
 		}
 		for _, ref := range refs {
-			name := ref.Name
-			if rest, ok := strings.CutPrefix(name, "refs/remotes/"+r.remote+"/"); ok {
-				name = "refs/heads/" + rest
-			}
-			gone = append(gone, ":"+name)
+			gone = append(gone, ":"+remote+strings.TrimPrefix(ref.Name, fetched))
 		}
 	}
 	if len(gone) > 0 && r.push(ctx, gone...) == nil {

@@ -71,7 +71,7 @@ func TestRunFilesTravelAndStayInTheRunDirectory(t *testing.T) {
 	if err := wb.fetch(ctx); err == nil {
 		t.Fatal("fetch succeeded although the remote has no run branch; the starter always pushes it first")
 	}
-	if err := repo.Fetch(ctx, "origin", "+refs/sluice/r1/files/*:refs/sluice/r1/files/*"); err != nil {
+	if err := repo.Fetch(ctx, "origin", "+refs/sluice/r1/files/*:"+wb.fetchedFiles()+"*"); err != nil {
 		t.Fatal(err)
 	}
 	if err := wb.pullFiles(ctx, b, false); err != nil {
@@ -82,6 +82,17 @@ func TestRunFilesTravelAndStayInTheRunDirectory(t *testing.T) {
 	}
 	if got := read(b, "transcripts/task_t1_a1_execute.jsonl"); got != "A" {
 		t.Errorf("a worker did not take the file it lacked: %q", got)
+	}
+	// It publishes only what it wrote itself, never a copy it took.
+	if err := wb.pushFiles(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	own, err := repo.Files(ctx, "refs/sluice/r1/files/worker-b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := own["transcripts/task_t1_a1_execute.jsonl"]; ok || len(own) != 2 {
+		t.Errorf("worker b publishes %d files, copies included: %v", len(own), own)
 	}
 
 	starter := t.TempDir()
@@ -102,14 +113,47 @@ func TestRunFilesTravelAndStayInTheRunDirectory(t *testing.T) {
 
 	evil := t.TempDir()
 	write(evil, "log.jsonl", "{}")
-	if _, err := repo.CommitFiles(ctx, "refs/sluice/r1/files/evil", evil, []string{"log.jsonl"}, "evil", gitx.Identity{Name: "x", Email: "x@x", When: now()}); err != nil {
+	if _, err := repo.CommitFiles(ctx, wb.fetchedFiles()+"evil", evil, []string{"log.jsonl"}, "evil", gitx.Identity{Name: "x", Email: "x@x", When: now()}); err != nil {
 		t.Fatal(err)
 	}
 	err = sync("starter").pullFiles(ctx, starter, true)
-	if err == nil || !strings.Contains(err.Error(), "refs/sluice/r1/files/evil") || !strings.Contains(err.Error(), "log.jsonl") {
+	if err == nil || !strings.Contains(err.Error(), "git push origin :refs/sluice/r1/files/evil") || !strings.Contains(err.Error(), "log.jsonl") {
 		t.Fatalf("a ref holding the journal: want an error naming the ref and the file, got %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(starter, "log.jsonl")); err == nil {
 		t.Fatal("a journal from the remote was written into the run directory")
 	}
+
+	// Git takes a ".." tree entry: artifacts/../log.jsonl must be refused
+	// like log.jsonl, and the journal left alone.
+	gitCmd(t, dir, "update-ref", "-d", wb.fetchedFiles()+"evil")
+	write(starter, "log.jsonl", "the journal")
+	blob := gitOutput(t, dir, "hash-object -w --stdin", "{}")
+	inner := gitOutput(t, dir, "mktree", "100644 blob "+blob+"\tlog.jsonl\n")
+	dotdot := gitOutput(t, dir, "mktree", "040000 tree "+inner+"\t..\n")
+	root := gitOutput(t, dir, "mktree", "040000 tree "+dotdot+"\tartifacts\n")
+	commit := gitOutput(t, dir, "commit-tree "+root+" -m escape", "")
+	gitCmd(t, dir, "update-ref", wb.fetchedFiles()+"escape", commit)
+	err = sync("starter").pullFiles(ctx, starter, true)
+	if err == nil || !strings.Contains(err.Error(), "artifacts/../log.jsonl") {
+		t.Fatalf("a ref escaping through artifacts/..: want an error naming it, got %v", err)
+	}
+	if got := read(starter, "log.jsonl"); got != "the journal" {
+		t.Fatalf("the journal was replaced from the remote: %q", got)
+	}
+}
+
+// gitOutput runs git (args split on spaces) with stdin and returns its
+// trimmed output.
+func gitOutput(t *testing.T, dir, args, stdin string) string {
+	t.Helper()
+	cmd := exec.Command("git", strings.Fields(args)...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %s: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
 }
