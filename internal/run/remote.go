@@ -310,7 +310,7 @@ func (r *remoteSync) prune(ctx context.Context) {
 	var gone []string
 	// The remote's names of what this clone fetched.
 	for fetched, remote := range map[string]string{
-		r.fetchedFiles():                    r.filesPrefix(),
+		r.fetchedFiles():                   r.filesPrefix(),
 		r.tracking(r.branch() + "-tasks/"): "refs/heads/" + r.branch() + "-tasks/",
 	} {
 		refs, err := r.repo.Refs(ctx, fetched)
