@@ -93,6 +93,7 @@ func TestReattachCountsTheJournalFromTheWorkflowsOffset(t *testing.T) {
 		{"ended, none read", 0, &oneWorkflow{offset: offset, status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, entries: wfEntries}, false, offset + 4},
 		{"ended, all read", 4, &oneWorkflow{offset: offset, status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, entries: wfEntries}, false, offset + 4},
 		{"never started", 0, &oneWorkflow{missing: true}, false, offset},
+		{"gone from Temporal after it ran", 2, &oneWorkflow{missing: true}, false, offset + 2},
 		{"an older workflow of the run", 0, &oneWorkflow{offset: 7, status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, entries: wfEntries}, false, offset},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,7 +111,9 @@ func TestReattachCountsTheJournalFromTheWorkflowsOffset(t *testing.T) {
 				s = loop.Fold(s, []loop.Entry{e})
 			}
 			journaled := len(before) + tc.read
-			f := &follower{c: tc.svc, wid: "sluice-r1", eng: &engine.Engine{Journal: j, Now: now}, j: j, s: s, asked: map[string]bool{}}
+			var notes []string
+			opts := Options{Notice: func(n string) { notes = append(notes, n) }}
+			f := &follower{c: tc.svc, wid: "sluice-r1", eng: &engine.Engine{Journal: j, Now: now}, j: j, s: s, opts: opts, asked: map[string]bool{}}
 			att := Attachment{WorkflowID: "sluice-r1", Offset: offset, Following: true}
 			running, err := f.reattach(ctx, att, journaled)
 			if err != nil {
@@ -118,6 +121,9 @@ func TestReattachCountsTheJournalFromTheWorkflowsOffset(t *testing.T) {
 			}
 			if running != tc.wantRunning {
 				t.Fatalf("running %v, want %v", running, tc.wantRunning)
+			}
+			if gone := tc.svc.missing && tc.read > 0; gone != (len(notes) == 1) {
+				t.Fatalf("notices %q: want one only when a workflow that ran is gone", notes)
 			}
 			if got := f.journaled(att, journaled); got != tc.wantLength {
 				t.Fatalf("the journal's length after re-attaching: %d, want %d", got, tc.wantLength)

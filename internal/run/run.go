@@ -196,7 +196,18 @@ func Resume(ctx context.Context, runID string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	s := loop.Fold(loop.New(meta.RunID, meta.Settings), entries)
-	if s.Phase == loop.PhaseComplete {
+	if opts.Engine != EngineTemporal {
+		if err := checkNotFollowed(st); err != nil {
+			return nil, err
+		}
+	}
+	att, err := readAttachment(st)
+	if err != nil {
+		return nil, err
+	}
+	// A complete run is done with, unless the starter that followed its
+	// workflow stopped before collecting what the workers made.
+	if s.Phase == loop.PhaseComplete && !att.Following {
 		return &Result{RunID: runID, RunDir: st.Dir(), Branch: loop.IntegrationBranch(runID), State: s}, nil
 	}
 	budget := s.Settings.Budget
@@ -205,11 +216,6 @@ func Resume(ctx context.Context, runID string, opts Options) (*Result, error) {
 	}
 	if opts.Budget.USD > 0 {
 		budget.USD = opts.Budget.USD
-	}
-	if opts.Engine != EngineTemporal {
-		if err := checkNotFollowed(st); err != nil {
-			return nil, err
-		}
 	}
 	resumed := loop.Event{Type: loop.EvResumed, Budget: &budget, Approve: opts.Yes}
 	return p.drive(ctx, opts, st, meta, s, &resumed, len(entries))

@@ -314,8 +314,8 @@ func checkNotFollowed(st *store.Run) error {
 	if err != nil || !a.Following {
 		return err
 	}
-	return fmt.Errorf("%w: run %s was started as workflow %s on Temporal at %s, and its starter stopped before the workflow ended; resume it with `%s`, which re-attaches to the workflow (or collects what it did, if it has ended)",
-		ErrFollowedByTemporal, filepath.Base(st.Dir()), a.WorkflowID, a.HostPort, a.ResumeCommand())
+	return fmt.Errorf("%w: run %s was started as workflow %s on Temporal at %s, and its starter stopped before the workflow ended; resume it with `%s`, which re-attaches to the workflow (or collects what it did, if it has ended). If that Temporal service is gone for good, delete %s from %s and resume here: what the workflow did beyond this run's journal is then redone",
+		ErrFollowedByTemporal, filepath.Base(st.Dir()), a.WorkflowID, a.HostPort, a.ResumeCommand(), attachmentFile, st.Dir())
 }
 
 // ResumeCommand is the command that re-attaches to the workflow.
@@ -437,10 +437,8 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 	}, temporal.WorkflowName, in)
 	if err != nil {
-		att.Following = false
-		if werr := writeAttachment(st, att); werr != nil {
-			return nil, errors.Join(err, werr)
-		}
+		// Following stays set: a start that timed out may still have
+		// started the workflow, and the next resume's memo check tells.
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
 			return nil, fmt.Errorf("the workflow %s of run %s is running on Temporal, started by something other than this run's starter; cancel it with `temporal workflow cancel -w %s`, then resume", wid, meta.RunID, wid)
@@ -548,7 +546,12 @@ func (f *follower) reattach(ctx context.Context, att Attachment, journaled int) 
 	desc, err := f.c.DescribeWorkflowExecution(ctx, f.wid, "")
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
-		return false, nil // the starter died before the workflow started
+		if journaled > att.Offset {
+			// It ran, since the journal holds some of its entries: its
+			// history is gone (past the namespace's retention, say).
+			f.opts.Notice(fmt.Sprintf("workflow %s is no longer on Temporal; the run resumes from the %d of its entries in this journal, and what it did after them is done again", f.wid, journaled-att.Offset))
+		}
+		return false, nil // otherwise the starter died before it started
 	}
 	if err != nil {
 		return false, fmt.Errorf("find the workflow %s that run %s was following: %w", f.wid, f.s.RunID, err)
@@ -665,7 +668,13 @@ wait:
 			limit = nil
 		case <-ctx.Done():
 			_ = f.c.CancelWorkflow(context.WithoutCancel(ctx), f.wid, "")
-			wfErr = <-done
+			select {
+			case wfErr = <-done:
+			case <-time.After(time.Minute):
+				// temporal.json keeps saying the workflow is followed, so
+				// the next resume re-attaches rather than start another.
+				return res, fmt.Errorf("run interrupted, but workflow %s did not stop within a minute of being cancelled and may still be running: `%s` re-attaches to it", f.wid, att.ResumeCommand())
+			}
 			break wait
 		case wfErr = <-done:
 			break wait

@@ -241,15 +241,27 @@ func (r *runner) setQueryHandlers() error {
 		return fmt.Errorf("register the %s query: %w", QueryStatus, err)
 	}
 	if err := workflow.SetQueryHandler(r.ctx, QueryJournal, func(from int) (JournalPage, error) {
-		i := from - r.in.JournalBase
-		if i < 0 || i > len(r.entries) {
-			return JournalPage{}, fmt.Errorf("journal index %d is outside this run's %d..%d", from, r.in.JournalBase, r.in.JournalBase+len(r.entries))
-		}
-		return JournalPage{Entries: r.entries[i:], Next: r.in.JournalBase + len(r.entries), Continued: r.continued}, nil
+		return journalPage(r.entries, r.in.JournalBase, r.continued, from)
 	}); err != nil {
 		return fmt.Errorf("register the %s query: %w", QueryJournal, err)
 	}
 	return nil
+}
+
+// journalPage answers the journal query of a run whose entries are
+// numbered from base. An index past them, in a run that continued as new,
+// is in a later run of the chain: the answer is an empty page marked
+// Continued, so a reader catching up from the first run (a starter
+// re-attaching after its predecessor died) moves on to the next.
+func journalPage(entries []loop.Entry, base int, continued bool, from int) (JournalPage, error) {
+	i := from - base
+	switch {
+	case i >= 0 && i <= len(entries):
+		return JournalPage{Entries: entries[i:], Next: base + len(entries), Continued: continued}, nil
+	case i > len(entries) && continued:
+		return JournalPage{Next: from, Continued: true}, nil
+	}
+	return JournalPage{}, fmt.Errorf("journal index %d is outside this run's %d..%d", from, base, base+len(entries))
 }
 
 // record journals one entry and folds it into the state.

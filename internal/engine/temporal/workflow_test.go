@@ -870,3 +870,22 @@ func TestACancelledChildIsStartedAgain(t *testing.T) {
 		t.Fatalf("the workflow's state differs from the local engine's:\n got %s\nwant %s", encode(t, r.state), encode(t, want))
 	}
 }
+
+// TestJournalPagesAcrossAChain: a reader whose index is past a run that
+// continued as new is sent on to the next run, not refused; an index past
+// a run that did not continue is an error.
+func TestJournalPagesAcrossAChain(t *testing.T) {
+	entries := make([]loop.Entry, 3)
+	if p, err := journalPage(entries, 10, true, 11); err != nil || len(p.Entries) != 2 || p.Next != 13 || !p.Continued {
+		t.Fatalf("inside the run: %+v, %v", p, err)
+	}
+	if p, err := journalPage(entries, 10, true, 20); err != nil || len(p.Entries) != 0 || !p.Continued {
+		t.Fatalf("past a continued run: want an empty page marked continued, got %+v, %v", p, err)
+	}
+	if _, err := journalPage(entries, 10, false, 20); err == nil {
+		t.Fatal("past the last run of the chain: want an error")
+	}
+	if _, err := journalPage(entries, 10, true, 9); err == nil {
+		t.Fatal("before the run: want an error")
+	}
+}
