@@ -44,6 +44,9 @@ type remoteSync struct {
 	// pulled names the files this clone took from others: it publishes
 	// only its own, so an old copy never wins over a newer one.
 	pulled map[string]bool
+	// worktrees holds a lock per task worktree, under locksMu.
+	locksMu   sync.Mutex
+	worktrees map[string]*sync.Mutex
 	// integration is held by the actions that move or read this clone's
 	// run-branch worktree, so catching it up never pulls it from under a
 	// merge running beside it.
@@ -366,6 +369,11 @@ func (e *syncedExecutor) TryExecute(ctx context.Context, s loop.State, a loop.Ac
 		r.integration.Lock()
 		defer r.integration.Unlock()
 	}
+	if a.TaskID != "" {
+		// Two tries of one action can meet on a worker (one Temporal
+		// gave up on, still running): they take turns in the worktree.
+		defer r.lockWorktree(path)()
+	}
 	switch {
 	case a.TaskID == "", a.Type == loop.ActWorktree:
 		// Research, planning, baseline, final verification and points read
@@ -390,6 +398,8 @@ func (e *syncedExecutor) TryExecute(ctx context.Context, s loop.State, a loop.Ac
 		s = withWorktree(s, a.TaskID, path)
 	}
 	ev := e.x.Execute(ctx, s, a)
+	// Publishing is tried a few times before the action is given up: a
+	// completed delegation run again costs its tokens twice.
 	switch {
 	case a.Role == loop.RoleExecutor && ev.Type == loop.EvDelegationDone:
 		// The executor's edits must outlive this clone: commit them as the
@@ -397,21 +407,55 @@ func (e *syncedExecutor) TryExecute(ctx context.Context, s loop.State, a loop.Ac
 		if _, _, err := e.x.Repo.CommitAll(ctx, path, local.TaskCommitMessage(s, a.TaskID, a.Attempt), e.x.Identity); err != nil {
 			return ev, err
 		}
-		if err := r.push(ctx, "+refs/heads/"+a.Branch+":refs/heads/"+a.Branch); err != nil {
+		if err := retry(ctx, func() error { return r.push(ctx, "+refs/heads/"+a.Branch+":refs/heads/"+a.Branch) }); err != nil {
 			return ev, err
 		}
 	case a.Type == loop.ActMerge && ev.Type == loop.EvMerged:
 		// Fast-forward only: merges are serialized, so a refusal means
 		// this clone is stale, and the retry merges on the new head.
-		if err := r.push(ctx, "refs/heads/"+r.branch()+":refs/heads/"+r.branch()); err != nil {
+		if err := retry(ctx, func() error { return r.push(ctx, "refs/heads/"+r.branch()+":refs/heads/"+r.branch()) }); err != nil {
 			return ev, err
 		}
 		_ = r.push(ctx, ":refs/heads/"+a.Branch) // its work is on the run branch now
 	}
-	if err := r.pushFiles(ctx, e.dir); err != nil {
+	if err := retry(ctx, func() error { return r.pushFiles(ctx, e.dir) }); err != nil {
 		return ev, err
 	}
 	return ev, nil
+}
+
+// retry runs publish up to three times, a second and then two apart.
+func retry(ctx context.Context, publish func() error) error {
+	wait := time.Second
+	for try := 1; ; try++ {
+		err := publish()
+		if err == nil || try == 3 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// lockWorktree takes this clone's lock on a task worktree and returns its
+// release.
+func (r *remoteSync) lockWorktree(path string) (unlock func()) {
+	r.locksMu.Lock()
+	if r.worktrees == nil {
+		r.worktrees = map[string]*sync.Mutex{}
+	}
+	l := r.worktrees[path]
+	if l == nil {
+		l = &sync.Mutex{}
+		r.worktrees[path] = l
+	}
+	r.locksMu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // withWorktree is s with the task's worktree at path, leaving s as it is.

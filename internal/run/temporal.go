@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,7 +150,9 @@ type executors struct {
 	mu            sync.Mutex
 	byKey         map[string]runExecutor
 	syncs         map[string]*remoteSync
-	close         []func() error
+	// building holds one lock per run, taken while its executor is built.
+	building map[string]*sync.Mutex
+	close    []func() error
 }
 
 // runExecutor is a run's executor on a worker, and what runs actions
@@ -163,25 +166,50 @@ func (e *executors) Executor(ctx context.Context, runID string, view loop.State)
 	if err := checkRunID(runID); err != nil {
 		return nil, err
 	}
+	// A resume may raise the budget: a new limit gets a new account.
+	key := fmt.Sprintf("%s|%d|%g", runID, view.Settings.Budget.Tokens, view.Settings.Budget.USD)
+	if w, ok := e.cached(key); ok {
+		// Other workers' spending reaches this one through the state.
+		w.x.Budget.Witness(view.Usage)
+		return w.ex, nil
+	}
+	// One build per run at a time, outside e.mu: building fetches over the
+	// network, and other runs' actions must not wait for it.
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	build := e.building[runID]
+	if build == nil {
+		build = &sync.Mutex{}
+		e.building[runID] = build
+	}
+	e.mu.Unlock()
+	build.Lock()
+	defer build.Unlock()
+	if w, ok := e.cached(key); ok {
+		w.x.Budget.Witness(view.Usage)
+		return w.ex, nil
+	}
 	dir := filepath.Join(e.p.runsDir, runID)
-	var sync *remoteSync
+	var rs *remoteSync
 	if e.remote != "" {
 		// This clone's copy of the run directory: meta.json and the files
-		// other workers published (the baseline, for one).
+		// other workers published (the baseline, for one). Later actions
+		// bring it up to date themselves (syncedExecutor).
 		dir = filepath.Join(e.p.sluiceDir, "worktrees", runID, "_run")
-		if sync = e.syncs[runID]; sync == nil {
-			sync = &remoteSync{repo: e.p.repo, remote: e.remote, runID: runID, owner: e.owner, now: e.opts.Now}
-			e.syncs[runID] = sync
+		// One sync per run and clone, whatever the budget: its locks and
+		// its record of pulled files are the clone's.
+		e.mu.Lock()
+		if rs = e.syncs[runID]; rs == nil {
+			rs = &remoteSync{repo: e.p.repo, remote: e.remote, runID: runID, owner: e.owner, now: e.opts.Now}
+			e.syncs[runID] = rs
 		}
-		if err := sync.fetch(ctx); err != nil {
+		e.mu.Unlock()
+		if err := rs.fetch(ctx); err != nil {
 			return nil, err
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("create this clone's copy of run %s: %w", runID, err)
 		}
-		if err := sync.pullFiles(ctx, dir, false); err != nil {
+		if err := rs.pullFiles(ctx, dir, false); err != nil {
 			return nil, err
 		}
 		// The copy has no journal of its own (the starter keeps it); an
@@ -190,25 +218,27 @@ func (e *executors) Executor(ctx context.Context, runID string, view loop.State)
 			f.Close()
 		}
 	}
-	// A resume may raise the budget: a new limit gets a new account.
-	key := fmt.Sprintf("%s|%d|%g", runID, view.Settings.Budget.Tokens, view.Settings.Budget.USD)
-	if w, ok := e.byKey[key]; ok {
-		// Other workers' spending reaches this one through the state.
-		w.x.Budget.Witness(view.Usage)
-		return w.ex, nil
-	}
 	x, closeFn, err := e.p.workerExecutor(ctx, dir, e.opts, e.remote != "")
 	if err != nil {
 		return nil, err
 	}
 	x.Budget = local.NewBudget(view.Settings.Budget, view.Usage)
 	var ex engine.Executor = x
-	if sync != nil {
-		ex = &syncedExecutor{x: x, sync: sync, dir: dir}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rs != nil {
+		ex = &syncedExecutor{x: x, sync: rs, dir: dir}
 	}
 	e.byKey[key] = runExecutor{x: x, ex: ex}
 	e.close = append(e.close, closeFn)
 	return ex, nil
+}
+
+func (e *executors) cached(key string) (runExecutor, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w, ok := e.byKey[key]
+	return w, ok
 }
 
 func (e *executors) closeAll() {
@@ -230,24 +260,30 @@ func Work(ctx context.Context, opts Options, t TemporalOptions) error {
 	if err != nil {
 		return err
 	}
+	where := "runs share this repository's path"
+	if t.Remote != "" {
+		// Checked before polling: a worker that cannot reach the remote
+		// must not take actions it cannot carry out.
+		if _, err := p.repo.RemoteRef(ctx, t.Remote, "HEAD"); err != nil {
+			return fmt.Errorf("--remote %s: this clone cannot reach it (name a remote of `git remote -v`, or a URL): %w", t.Remote, err)
+		}
+		where = "runs travel through the git remote " + t.Remote
+	}
 	c, err := dial(ctx, t)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	src := &executors{opts: opts, p: p, remote: t.Remote, owner: workerName(), byKey: map[string]runExecutor{}, syncs: map[string]*remoteSync{}}
+	owner, err := workerName()
+	if err != nil {
+		return err
+	}
+	src := &executors{opts: opts, p: p, remote: t.Remote, owner: owner, byKey: map[string]runExecutor{}, syncs: map[string]*remoteSync{}, building: map[string]*sync.Mutex{}}
 	defer src.closeAll()
 	w := worker.New(c, t.TaskQueue, worker.Options{})
 	temporal.Register(w, &temporal.Activities{Source: src})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start the worker on task queue %s: %w", t.TaskQueue, err)
-	}
-	where := "runs share this repository's path"
-	if t.Remote != "" {
-		if _, err := p.repo.RemoteRef(ctx, t.Remote, "HEAD"); err != nil {
-			return fmt.Errorf("--remote %s: this clone cannot reach it (name a remote of `git remote -v`, or a URL): %w", t.Remote, err)
-		}
-		where = "runs travel through the git remote " + t.Remote
 	}
 	opts.Notice(fmt.Sprintf("worker polling task queue %s on %s (namespace %s); %s", t.TaskQueue, t.HostPort, t.Namespace, where))
 	<-ctx.Done()
@@ -330,17 +366,22 @@ func (a Attachment) ResumeCommand() string {
 	return cmd
 }
 
-// workerName names a worker's files on the remote: host and pid, as
-// Temporal names the worker, kept to the characters a ref name allows.
-func workerName() string {
+// workerName names a worker's files on the remote: host, pid and a random
+// suffix (containers on one host can share a pid), kept to the characters
+// a ref name allows.
+func workerName() (string, error) {
 	host, _ := os.Hostname()
-	name := fmt.Sprintf("%s-%d", host, os.Getpid())
+	var suffix [3]byte
+	if _, err := rand.Read(suffix[:]); err != nil {
+		return "", fmt.Errorf("name this worker: %w", err)
+	}
+	name := fmt.Sprintf("%s-%d-%x", host, os.Getpid(), suffix)
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
 			return r
 		}
 		return '-'
-	}, name)
+	}, name), nil
 }
 
 // driveTemporal runs the loop as a Temporal workflow and journals it here:
@@ -590,7 +631,7 @@ func (f *follower) pull(ctx context.Context) error {
 	for {
 		v, err := f.c.QueryWorkflow(ctx, f.wid, f.runID, temporal.QueryJournal, f.cursor)
 		if err != nil {
-			return fmt.Errorf("read the journal of workflow %s: %w", f.wid, err)
+			return fmt.Errorf("read the journal of workflow %s (a query needs a `sluice worker` polling the run's task queue): %w", f.wid, err)
 		}
 		var page temporal.JournalPage
 		if err := v.Get(&page); err != nil {
@@ -624,7 +665,10 @@ func (f *follower) ask(ctx context.Context, a loop.Action) {
 	signal := func(ap temporal.Approval) {
 		// The question may by now be open in a later run of the chain:
 		// signal the current one.
-		_ = f.c.SignalWorkflow(context.WithoutCancel(ctx), f.wid, "", temporal.SignalApprove, ap)
+		if err := f.c.SignalWorkflow(context.WithoutCancel(ctx), f.wid, "", temporal.SignalApprove, ap); err != nil {
+			// Asked again on the next resume, which re-attaches.
+			f.opts.Notice(fmt.Sprintf("the answer to %s did not reach workflow %s (%v); stop this process and run `sluice resume --engine temporal` to be asked again", a.ID, f.wid, err))
+		}
 	}
 	if f.opts.Yes {
 		signal(temporal.Approval{Approve: true})

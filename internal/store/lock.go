@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/gofrs/flock"
 )
@@ -113,21 +114,22 @@ func LockRepo(sluiceDir string) (unlock func() error, err error) {
 	return l.release, nil
 }
 
-// InUse says whether a process holds run directory dir's lock (a run or
-// resume driving it), and which, without keeping the lock: it takes the
-// lock for an instant and lets go.
+// InUse says whether a process drives the run in dir (holds its lock),
+// and which. It reads the pid the holder wrote and asks whether that
+// process lives, without touching the lock: a reader polling it must never
+// make a starting resume find the lock taken. A clean exit empties the pid;
+// a crashed holder's pid names a process that is gone.
 func InUse(dir string) (pid int, inUse bool, err error) {
-	path := filepath.Join(dir, LockFile)
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	pid = readPID(filepath.Join(dir, LockFile))
+	if pid == 0 {
 		return 0, false, nil
 	}
-	fl := flock.New(path)
-	ok, err := fl.TryLock()
+	p, err := os.FindProcess(pid)
 	if err != nil {
-		return 0, false, fmt.Errorf("probe the lock %s: %w", path, err)
+		return 0, false, nil
 	}
-	if !ok {
-		return readPID(path), true, nil
+	if err := p.Signal(syscall.Signal(0)); err != nil && !errors.Is(err, syscall.EPERM) {
+		return 0, false, nil
 	}
-	return 0, false, fl.Unlock()
+	return pid, true, nil
 }

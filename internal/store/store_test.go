@@ -543,8 +543,8 @@ func TestDiskFullLeavesNoDamage(t *testing.T) {
 }
 
 // TestInUseSeesTheDriver: a run directory whose lock is held reads as in
-// use by the holder's pid; once released (or after a crash, when the
-// kernel drops it), it reads as free, and probing does not take it.
+// use by the holder's pid; once released, or after the holder crashed, it
+// reads as free.
 func TestInUseSeesTheDriver(t *testing.T) {
 	dir := t.TempDir()
 	if _, inUse, err := InUse(dir); err != nil || inUse {
@@ -564,9 +564,15 @@ func TestInUseSeesTheDriver(t *testing.T) {
 	if _, inUse, err := InUse(dir); err != nil || inUse {
 		t.Fatalf("released lock: in use %v (%v)", inUse, err)
 	}
-	again, err := acquire(filepath.Join(dir, LockFile), dir, false)
-	if err != nil {
-		t.Fatalf("the probe kept the lock: %v", err)
+	// A crashed holder leaves its pid behind, naming a process that is gone.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
 	}
-	again.release()
+	if err := os.WriteFile(filepath.Join(dir, LockFile), []byte(fmt.Sprintf("%d\n", gone.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, inUse, err := InUse(dir); err != nil || inUse {
+		t.Fatalf("a dead holder's pid: in use %v (%v)", inUse, err)
+	}
 }

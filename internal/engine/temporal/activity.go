@@ -76,12 +76,39 @@ type Activities struct {
 // and failed gates come back as non-retryable errors carrying the event
 // (the workflow applies it); an interrupted action is a retryable error.
 func (a *Activities) ExecuteAction(ctx context.Context, in ActionInput) (loop.Event, error) {
+	// Heartbeats start first: preparing the executor can take a while (a
+	// worker in a clone fetches the run), and a silent worker would have
+	// the action taken from it and run twice.
+	stop := a.heartbeat(ctx, in.Action.ID)
+	defer stop()
 	x, err := a.Source.Executor(ctx, in.RunID, in.View)
 	if err != nil {
 		// Retryable: another worker of the queue may be set up right.
 		return loop.Event{}, temporal.NewApplicationErrorWithCause(
 			fmt.Sprintf("prepare the executor of run %s on this worker: %v", in.RunID, err), ErrTypeSetup, err)
 	}
+	var ev loop.Event
+	var syncErr error
+	if fx, ok := x.(FallibleExecutor); ok {
+		ev, syncErr = fx.TryExecute(ctx, in.View, in.Action)
+	} else {
+		ev = x.Execute(ctx, in.View, in.Action)
+	}
+	if syncErr != nil {
+		// Not the attempt's fault either: run the action again, here or
+		// on another worker.
+		return loop.Event{}, temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("action %s on this worker: %v", in.Action.ID, syncErr), ErrTypeSync, syncErr)
+	}
+	ev.ActionID = in.Action.ID
+	return classify(ctx, ev)
+}
+
+// heartbeat tells Temporal this worker is alive while a long model call or
+// test suite runs; a crashed worker stops beating and the action is
+// retried elsewhere after the heartbeat timeout. stop ends the beats and
+// waits for them to end.
+func (a *Activities) heartbeat(ctx context.Context, detail string) (stop func()) {
 	every := a.HeartbeatEvery
 	if every <= 0 {
 		// Three beats per heartbeat timeout: one lost beat is no crash.
@@ -93,9 +120,6 @@ func (a *Activities) ExecuteAction(ctx context.Context, in ActionInput) (loop.Ev
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
-		// Heartbeats tell Temporal this worker is alive while a long model
-		// call or test suite runs; a crashed worker stops them and the
-		// action is retried elsewhere after the heartbeat timeout.
 		defer close(stopped)
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -106,27 +130,14 @@ func (a *Activities) ExecuteAction(ctx context.Context, in ActionInput) (loop.Ev
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, in.Action.ID)
+				activity.RecordHeartbeat(ctx, detail)
 			}
 		}
 	}()
-	var ev loop.Event
-	var syncErr error
-	if fx, ok := x.(FallibleExecutor); ok {
-		ev, syncErr = fx.TryExecute(ctx, in.View, in.Action)
-	} else {
-		ev = x.Execute(ctx, in.View, in.Action)
+	return func() {
+		close(done)
+		<-stopped
 	}
-	close(done)
-	<-stopped
-	if syncErr != nil {
-		// Not the attempt's fault either: run the action again, here or
-		// on another worker.
-		return loop.Event{}, temporal.NewApplicationErrorWithCause(
-			fmt.Sprintf("action %s on this worker: %v", in.Action.ID, syncErr), ErrTypeSync, syncErr)
-	}
-	ev.ActionID = in.Action.ID
-	return classify(ctx, ev)
 }
 
 // FallibleExecutor is an executor that can fail to carry an action out at
