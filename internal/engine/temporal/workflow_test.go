@@ -889,3 +889,41 @@ func TestJournalPagesAcrossAChain(t *testing.T) {
 		t.Fatal("before the run: want an error")
 	}
 }
+
+// slowAfterBudget holds t1's executor until t0's has run out of budget and
+// the run has had time to pause, so the run's stop signal reaches t1's
+// child while its executor runs.
+type slowAfterBudget struct {
+	*stubExec
+	hit chan struct{}
+}
+
+func (x *slowAfterBudget) Execute(ctx context.Context, s loop.State, a loop.Action) loop.Event {
+	switch a.ID {
+	case x.budgetOn:
+		defer close(x.hit)
+	case "task/t1/a1/execute":
+		<-x.hit
+		time.Sleep(time.Second)
+	}
+	return x.stubExec.Execute(ctx, s, a)
+}
+
+// TestAPausedRunStopsItsTaskChildren: when one task's spending pauses the
+// run, the run tells the other task's child, whose own copy of the state
+// does not know, to start nothing new: t1's executor finishes, its gates
+// never start.
+func TestAPausedRunStopsItsTaskChildren(t *testing.T) {
+	x := &slowAfterBudget{stubExec: newStub(chainPlan(2)), hit: make(chan struct{})}
+	x.budgetOn = "task/t0/a1/execute"
+	r := runWorkflow(t, x, RunInput{RunID: "r19", Settings: testSettings(2)}, nil)
+	if r.err != nil || r.state.Status != loop.StatusPaused {
+		t.Fatalf("status %s (%s), err %v", r.state.Status, r.state.Reason, r.err)
+	}
+	if x.completed["task/t1/a1/execute"] != 1 {
+		t.Fatalf("t1's executor completed %d times; it was under way and should finish once", x.completed["task/t1/a1/execute"])
+	}
+	if n := x.calls["task/t1/a1/gates"]; n != 0 {
+		t.Fatalf("t1's gates ran %d times after the run paused", n)
+	}
+}
