@@ -646,6 +646,11 @@ func (f *follower) pull(ctx context.Context) error {
 				f.ask(ctx, *a)
 			}
 		}
+		if len(page.Entries) > 0 {
+			if err := f.j.Snapshot(f.s); err != nil {
+				return fmt.Errorf("write the state snapshot of run %s: %w", f.s.RunID, err)
+			}
+		}
 		if !page.Continued {
 			return nil
 		}
@@ -787,18 +792,24 @@ func continuedRun(ctx context.Context, c client.Client, wid, runID string) (stri
 	return "", fmt.Errorf("run %s of workflow %s says it continued as new, but its history has no such event", runID, wid)
 }
 
-// record journals one entry the workflow made and folds it.
+// record journals one entry the workflow made and folds it. The snapshot
+// is written once a page (see pull): an entry is journaled exactly once,
+// and a failing snapshot must not make the next poll journal it again.
 func record(eng *engine.Engine, s loop.State, e loop.Entry) (loop.State, error) {
-	if e.Event != nil {
-		return eng.Emit(s, *e.Event)
-	}
-	if e.Action == nil {
+	switch {
+	case e.Action != nil:
+		if err := eng.Journal.Record(e, eng.Now()); err != nil {
+			return s, fmt.Errorf("journal action %s: %w", e.Action.ID, err)
+		}
+		s = loop.Issue(s, *e.Action)
+	case e.Event != nil:
+		if err := eng.Journal.Record(e, eng.Now()); err != nil {
+			return s, fmt.Errorf("journal %s event of %s: %w", e.Event.Type, e.Event.ActionID, err)
+		}
+		s = loop.Apply(s, *e.Event)
+	default:
 		return s, errors.New("the workflow's journal holds an entry with neither an action nor an event")
 	}
-	if err := eng.Journal.Record(e, eng.Now()); err != nil {
-		return s, fmt.Errorf("journal action %s: %w", e.Action.ID, err)
-	}
-	s = loop.Issue(s, *e.Action)
 	if eng.Observe != nil {
 		eng.Observe(e, s)
 	}
