@@ -42,7 +42,9 @@ type remoteSync struct {
 	// mu keeps one files push at a time per clone.
 	mu sync.Mutex
 	// pulled names the files this clone took from others: it publishes
-	// only its own, so an old copy never wins over a newer one.
+	// only its own, so an old copy never wins over a newer one. It is
+	// kept in pulledFile in the clone's copy of the run, so a worker that
+	// restarts knows them too. Guarded by mu.
 	pulled map[string]bool
 	// worktrees holds a lock per task worktree, under locksMu.
 	locksMu   sync.Mutex
@@ -177,6 +179,7 @@ func (r *remoteSync) pushFiles(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
+	r.loadPulled(dir)
 	var names []string
 	for _, n := range all {
 		if !r.pulled[n] {
@@ -228,15 +231,50 @@ func (r *remoteSync) pullFiles(ctx context.Context, dir string, overwrite bool) 
 				return err
 			}
 			if !overwrite {
-				r.mu.Lock()
-				if r.pulled == nil {
-					r.pulled = map[string]bool{}
+				if err := r.markPulled(dir, name); err != nil {
+					return err
 				}
-				r.pulled[name] = true
-				r.mu.Unlock()
 			}
 		}
 	}
+	return nil
+}
+
+// pulledFile lists, in a worker's copy of a run, the files it took from
+// other clones, a name a line.
+const pulledFile = ".pulled"
+
+// loadPulled reads the pulled files' names once; mu is held.
+func (r *remoteSync) loadPulled(dir string) {
+	if r.pulled != nil {
+		return
+	}
+	r.pulled = map[string]bool{}
+	data, _ := os.ReadFile(filepath.Join(dir, pulledFile))
+	for _, name := range strings.Split(string(data), "\n") {
+		if name != "" {
+			r.pulled[name] = true
+		}
+	}
+}
+
+// markPulled records that name came from another clone.
+func (r *remoteSync) markPulled(dir, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.loadPulled(dir)
+	if r.pulled[name] {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(dir, pulledFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = f.WriteString(name + "\n")
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("record that %s came from another worker: %w", name, err)
+	}
+	r.pulled[name] = true
 	return nil
 }
 

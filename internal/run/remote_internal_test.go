@@ -94,6 +94,17 @@ func TestRunFilesTravelAndStayInTheRunDirectory(t *testing.T) {
 	if _, ok := own["transcripts/task_t1_a1_execute.jsonl"]; ok || len(own) != 2 {
 		t.Errorf("worker b publishes %d files, copies included: %v", len(own), own)
 	}
+	// Nor does it after a restart (a new process, a new name).
+	if err := sync("worker-b2").pushFiles(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	again, err := repo.Files(ctx, "refs/sluice/r1/files/worker-b2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again["transcripts/task_t1_a1_execute.jsonl"]; ok || len(again) != 2 {
+		t.Errorf("worker b, restarted, publishes %d files, copies included: %v", len(again), again)
+	}
 
 	starter := t.TempDir()
 	write(starter, "meta.json", "starter's")
