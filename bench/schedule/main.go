@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sluice-run/sluice/internal/engine"
 	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/loop/looptest"
 	"github.com/sluice-run/sluice/internal/plan"
 )
 
@@ -138,18 +138,7 @@ func (x *simulated) Execute(ctx context.Context, s loop.State, a loop.Action) lo
 			time.Sleep(time.Duration(turns) * x.latency)
 		}
 		ev.Type = loop.EvDelegationDone
-		switch a.Role {
-		case loop.RolePlanner:
-			ev.Output, _ = json.Marshal(map[string]any{"plan": x.plan})
-		case loop.RoleCritic, loop.RoleCodeReviewer:
-			ev.Output = json.RawMessage(`{"verdict":"APPROVE","findings":[]}`)
-		case loop.RoleExecutor:
-			ev.Output = json.RawMessage(`{"status":"COMPLETE"}`)
-		case loop.RoleVerifier:
-			ev.Output = json.RawMessage(`{"verdict":"PASS"}`)
-		default:
-			ev.Output = json.RawMessage(`{}`)
-		}
+		ev.Output = looptest.Output(a.Role, x.plan)
 	}
 	return ev
 }

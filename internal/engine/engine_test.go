@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/loop/looptest"
 	"github.com/sluice-run/sluice/internal/plan"
 )
 
@@ -80,18 +81,7 @@ func (f *fakeExec) Execute(ctx context.Context, s loop.State, a loop.Action) loo
 			return loop.Event{Type: loop.EvDelegationFail, Reason: loop.ReasonCancelled}
 		}
 		ev.Type = loop.EvDelegationDone
-		switch a.Role {
-		case loop.RolePlanner:
-			ev.Output, _ = json.Marshal(map[string]any{"plan": f.plan})
-		case loop.RoleCritic:
-			ev.Output = json.RawMessage(`{"verdict":"APPROVE"}`)
-		case loop.RoleExecutor:
-			ev.Output = json.RawMessage(`{"status":"COMPLETE"}`)
-		case loop.RoleVerifier:
-			ev.Output = json.RawMessage(`{"verdict":"PASS"}`)
-		default:
-			ev.Output = json.RawMessage(`{}`)
-		}
+		ev.Output = looptest.Output(a.Role, f.plan)
 	}
 	return ev
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-run/sluice/internal/engine"
 	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/loop/looptest"
 	"github.com/sluice-run/sluice/internal/plan"
 )
 
@@ -76,18 +77,7 @@ func (f *stubExec) Execute(ctx context.Context, s loop.State, a loop.Action) loo
 		}
 		ev.Type = loop.EvDelegationDone
 		ev.Usage = loop.Usage{Tokens: f.tokens, Calls: 1}
-		switch a.Role {
-		case loop.RolePlanner:
-			ev.Output, _ = json.Marshal(map[string]any{"plan": f.plan})
-		case loop.RoleCritic:
-			ev.Output = json.RawMessage(`{"verdict":"APPROVE"}`)
-		case loop.RoleExecutor:
-			ev.Output = json.RawMessage(`{"status":"COMPLETE"}`)
-		case loop.RoleVerifier:
-			ev.Output = json.RawMessage(`{"verdict":"PASS"}`)
-		default:
-			ev.Output = json.RawMessage(`{"summary":"ok"}`)
-		}
+		ev.Output = looptest.Output(a.Role, f.plan)
 		f.mu.Lock()
 		f.completed[a.ID]++
 		f.mu.Unlock()
