@@ -42,7 +42,7 @@ func TestComposeGolden(t *testing.T) {
 		SpecificFailures: []string{"page_size > 100 returns 500 instead of 400"},
 		FixInstructions:  "Add zod validation for page_size: z.number().min(1).max(100)",
 	}
-	p := &plan.Plan{Goal: "Add a search endpoint with pagination", Tasks: []plan.Task{*sampleTask()}}
+	p := &plan.Plan{Goal: "Add a search endpoint with pagination", Tasks: []plan.Task{*SampleTask()}}
 	cases := map[string]Input{
 		"executor":       sampleInput(RoleExecutor),
 		"executor_retry": retry,
@@ -50,10 +50,10 @@ func TestComposeGolden(t *testing.T) {
 		"researcher": {Role: RoleResearcher, FeatureName: "Add a search endpoint with pagination", RunDir: ".sluice/runs/20261130-001",
 			Complexity: "medium", FocusAreas: []string{"handler patterns in src/api/handlers/"}, WorkspaceRoot: "/work/app"},
 		"planner": {Role: RolePlanner, FeatureName: "Add a search endpoint with pagination", RunDir: ".sluice/runs/20261130-001",
-			Research: sampleResearch(), Constraints: []string{"must use existing auth system"},
+			Research: SampleResearch(), Constraints: []string{"must use existing auth system"},
 			RevisionFeedback: &RevisionFeedback{Iteration: 1, Objection: "No task covers pagination limits", SuggestedFix: "Add a criterion for page_size > 100", PreviousPlan: p}},
 		"critic": {Role: RoleCritic, FeatureName: "Add a search endpoint with pagination", RunDir: ".sluice/runs/20261130-001",
-			Plan: p, Iteration: 2, MaxIterations: 3, Research: sampleResearch(),
+			Plan: p, Iteration: 2, MaxIterations: 3, Research: SampleResearch(),
 			PreviousObjections: []plan.Critique{{Iteration: 1, Verdict: "REVISE", Objection: "No task covers pagination limits", Category: "gap", Severity: "major", Resolved: true}}},
 	}
 	for name, in := range cases {
@@ -190,7 +190,7 @@ func TestComposeNullsBeforeTaskPhases(t *testing.T) {
 }
 
 func TestComposeRejectsIncompleteInput(t *testing.T) {
-	noCriteria := sampleTask()
+	noCriteria := SampleTask()
 	noCriteria.AcceptanceCriteria = nil
 	cases := []struct {
 		name string
@@ -200,7 +200,7 @@ func TestComposeRejectsIncompleteInput(t *testing.T) {
 		{"unknown role", Input{Role: "poet", FeatureName: "x", RunDir: "r"}, "poet"},
 		{"no feature", Input{Role: RoleResearcher, RunDir: "r"}, "FeatureName"},
 		{"executor without task", Input{Role: RoleExecutor, FeatureName: "x", RunDir: "r"}, "Task"},
-		{"verifier without executor result", Input{Role: RoleVerifier, FeatureName: "x", RunDir: "r", Task: sampleTask()}, "ExecutorResult"},
+		{"verifier without executor result", Input{Role: RoleVerifier, FeatureName: "x", RunDir: "r", Task: SampleTask()}, "ExecutorResult"},
 		{"critic without plan", Input{Role: RoleCritic, FeatureName: "x", RunDir: "r"}, "Plan"},
 		{"task without criteria", Input{Role: RoleExecutor, FeatureName: "x", RunDir: "r", Task: noCriteria}, "task-003"},
 	}

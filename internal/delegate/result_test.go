@@ -50,9 +50,9 @@ func TestSchemaEveryRole(t *testing.T) {
 // decodes into the Go type: a sample holding every field round-trips
 // through Decode unchanged.
 func TestSchemaMatchesGoTypes(t *testing.T) {
-	task := sampleTask()
+	task := SampleTask()
 	samples := map[string]any{
-		RoleResearcher: sampleResearch(),
+		RoleResearcher: SampleResearch(),
 		RoleExecutor:   sampleExecutorResult(task),
 		RoleVerifier: &VerifierOutput{Verdict: VerdictFail, Criteria: sampleExecutorResult(task).AcceptanceCriteriaConfirmation,
 			Failures: []string{"x"}, FixInstructions: "y", ReviewDepth: "full"},
@@ -126,7 +126,7 @@ func TestDecodeAcceptsSeedWrapper(t *testing.T) {
 }
 
 func TestCheckExecutorMissingCriterion(t *testing.T) {
-	task := sampleTask()
+	task := SampleTask()
 	out := sampleExecutorResult(task)
 	missing := out.AcceptanceCriteriaConfirmation[2].Criterion
 	out.AcceptanceCriteriaConfirmation = append(out.AcceptanceCriteriaConfirmation[:2], out.AcceptanceCriteriaConfirmation[3:]...)
@@ -142,7 +142,7 @@ func TestCheckExecutorMissingCriterion(t *testing.T) {
 }
 
 func TestCheckCriteria(t *testing.T) {
-	task := sampleTask()
+	task := SampleTask()
 	good := sampleExecutorResult(task)
 	if err := Check(RoleExecutor, good, task); err != nil {
 		t.Fatalf("complete result rejected: %v", err)
@@ -185,7 +185,7 @@ func TestCheckCriteria(t *testing.T) {
 }
 
 func TestCheckVerifier(t *testing.T) {
-	task := sampleTask()
+	task := SampleTask()
 	crit := sampleExecutorResult(task).AcceptanceCriteriaConfirmation
 	pass := &VerifierOutput{Verdict: VerdictPass, Criteria: crit, Failures: []string{}}
 	if err := Check(RoleVerifier, pass, task); err != nil {
@@ -206,7 +206,7 @@ func TestCheckVerifier(t *testing.T) {
 }
 
 func TestCheckPlanner(t *testing.T) {
-	t1 := *sampleTask()
+	t1 := *SampleTask()
 	t1.DependsOn = nil
 	t2 := plan.Task{ID: "task-004", Title: "t", Description: "d", DependsOn: []string{"task-999"}, AcceptanceCriteria: []string{"x"}}
 	out := &PlannerOutput{Plan: plan.Plan{Tasks: []plan.Task{t1, t2}}, TaskCount: 3}
@@ -272,7 +272,7 @@ const toolCallInput = `{"status":"COMPLETE","files_modified":["src/api/handlers/
 	`"summary":"Created search endpoint following users.ts.\nZod validation, Prisma query.\n","warnings":["Search query does exact match: may need full-text search"]}`
 
 func TestResultBlockAndToolCallParseEqual(t *testing.T) {
-	task := sampleTask()
+	task := SampleTask()
 	raw, err := ParseResultBlock(seedReply)
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +332,7 @@ func TestParseResultBlockForms(t *testing.T) {
 }
 
 func TestRepairMessageQuotesEveryProblem(t *testing.T) {
-	task := sampleTask()
+	task := SampleTask()
 	_, err := Validate(RoleExecutor, json.RawMessage(`{"status":"COMPLETE","files_modified":[],"acceptance_criteria_confirmation":[],"summary":"s"}`), task)
 	msg := RepairMessage(err)
 	for _, c := range task.AcceptanceCriteria {

@@ -5,59 +5,16 @@ import (
 	"github.com/sluice-run/sluice/internal/plan"
 )
 
-const sampleFeature = "Add a search endpoint with pagination"
-
-// sampleTask is seed 001's example task.
-func sampleTask() *plan.Task {
-	return &plan.Task{
-		ID:            "task-003",
-		Title:         "Add search API endpoint with pagination",
-		Description:   "Create GET /api/search endpoint that accepts query, page, and page_size parameters. Returns paginated results matching the query. Use existing handler pattern from users.ts.",
-		DependsOn:     []string{"task-001"},
-		FilesToModify: []string{"src/api/handlers/search.ts", "src/types/api.ts", "src/config/routes.ts"},
-		FilesToRead:   []string{"src/api/handlers/users.ts", "src/services/searchService.ts", "src/middleware/auth.ts"},
-		AcceptanceCriteria: []string{
-			"GET /api/search?q=test&page=1&page_size=10 returns 200 with { results: [], total: number, page: number }",
-			"Missing query parameter returns 400 with { error: 'Query parameter q is required' }",
-			"page_size > 100 returns 400 with { error: 'page_size must be between 1 and 100' }",
-			"Route registered in src/config/routes.ts with auth middleware",
-		},
-		EstimatedEffort: "medium",
-		ReviewDepth:     plan.DepthStandard,
-		SpecificationAdherence: plan.SpecificationAdherence{
-			RequiredPatterns:  []string{"Use zod for input validation", "Follow handler pattern from users.ts"},
-			ForbiddenPatterns: []string{"DO NOT use raw SQL — use Prisma ORM"},
-			TechChoices:       []string{"Zod validation (not Joi, not Yup)"},
-		},
-		FailureModes: []string{"page_size above 100 reaches the database and returns 500"},
-	}
-}
-
-func sampleResearch() *delegate.ResearchOutput {
-	return &delegate.ResearchOutput{
-		ContextMap: delegate.ContextMap{
-			PrimaryFiles: []delegate.PrimaryFile{
-				{Path: "src/api/handlers/users.ts", Role: "handler pattern to copy", KeyExports: []string{"listUsers"}},
-				{Path: "src/services/searchService.ts", Role: "search backend", KeyExports: []string{"search"}},
-			},
-			PatternsToFollow: []delegate.Pattern{{Pattern: "zod schema per handler", ExampleFile: "src/api/handlers/users.ts"}},
-		},
-		Findings:        delegate.Findings{ArchitectureNotes: "Express handlers registered in src/config/routes.ts behind auth middleware."},
-		PassesCompleted: 2,
-		Confidence:      "high",
-	}
-}
-
 // SampleInput is a typical delegation of role in a run implementing seed
 // 001's example feature, for showing what agents are sent.
 func SampleInput(role string) delegate.Input {
-	t := sampleTask()
+	t := delegate.SampleTask()
 	in := delegate.Input{
 		Role:               role,
-		FeatureName:        sampleFeature,
+		FeatureName:        delegate.SampleFeature,
 		FeatureDescription: "A paginated GET /api/search endpoint behind auth, validated with zod.",
 		RunDir:             ".sluice/runs/sample",
-		Research:           sampleResearch(),
+		Research:           delegate.SampleResearch(),
 		WorkspaceRoot:      ".",
 		Constraints:        []string{"must use the existing auth middleware"},
 	}
@@ -72,7 +29,7 @@ func SampleInput(role string) delegate.Input {
 		in.StateSummary = "Phase: plan, research complete"
 	case delegate.RoleCritic:
 		in.StateSummary = "Phase: critique, iteration 1/3, reviewing plan"
-		in.Plan = &plan.Plan{Goal: sampleFeature, Tasks: []plan.Task{*t}}
+		in.Plan = &plan.Plan{Goal: delegate.SampleFeature, Tasks: []plan.Task{*t}}
 		in.Iteration, in.MaxIterations = 1, 3
 	default:
 		in.Task = t
