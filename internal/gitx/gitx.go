@@ -679,13 +679,7 @@ func command(ctx context.Context, dir string, env []string, args []string) *exec
 // git runs git in dir and returns stdout; a failure is an *Error carrying
 // stderr.
 func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	cmd := command(ctx, dir, env, args)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), &Error{Dir: dir, Args: args, Stderr: stderr.String(), Err: err}
-	}
-	return stdout.String(), nil
+	return gitInput(ctx, dir, env, nil, args...)
 }
 
 // gitCombined runs git with stdout and stderr interleaved, for commands

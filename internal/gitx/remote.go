@@ -218,7 +218,7 @@ func (r *Repo) Files(ctx context.Context, rev string, want func(name string) boo
 	return files, nil
 }
 
-// gitInput is git with stdin.
+// gitInput is git with stdin (nil: none).
 func gitInput(ctx context.Context, dir string, env []string, stdin io.Reader, args ...string) (string, error) {
 	cmd := command(ctx, dir, env, args)
 	var stdout, stderr bytes.Buffer
