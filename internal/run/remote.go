@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-run/sluice/internal/engine/local"
 	"github.com/sluice-run/sluice/internal/gitx"
 	"github.com/sluice-run/sluice/internal/loop"
+	"github.com/sluice-run/sluice/internal/store"
 )
 
 // remoteSync carries a run's branches and files between clones through a
@@ -197,11 +198,12 @@ func (r *remoteSync) pushFiles(ctx context.Context, dir string) error {
 	return r.push(ctx, "+"+ref+":"+ref)
 }
 
-// pullFiles writes the run files of every clone's files ref into dir, the
+// pullFiles writes the run files of every clone's files ref into run, the
 // oldest ref first. A worker only adds files it lacks; the starter
 // (overwrite) takes every artifact and transcript, a later publication
 // winning, but keeps its own meta.json.
-func (r *remoteSync) pullFiles(ctx context.Context, dir string, overwrite bool) error {
+func (r *remoteSync) pullFiles(ctx context.Context, run *store.Run, overwrite bool) error {
+	dir := run.Dir()
 	refs, err := r.repo.Refs(ctx, r.fetchedFiles())
 	if err != nil {
 		return err
@@ -227,7 +229,7 @@ func (r *remoteSync) pullFiles(ctx context.Context, dir string, overwrite bool) 
 			return fmt.Errorf("%s on the git remote %s holds %q, which is not a run file; remove the ref with `git push %s :%s`", name, r.remote, bad, r.remote, name)
 		}
 		for name, data := range files {
-			if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(name)), data); err != nil {
+			if err := run.WriteFile(filepath.FromSlash(name), data); err != nil {
 				return err
 			}
 			if !overwrite {
@@ -295,20 +297,6 @@ func travels(name string) bool {
 	return name == metaFile || strings.HasPrefix(name, "artifacts/") || strings.HasPrefix(name, "transcripts/")
 }
 
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
 // publishRun puts a starting (or resuming) run on the remote: the run
 // branch, unless the remote is ahead (a resumed run's workers pushed
 // merges), in which case the local one catches up; and meta.json.
@@ -334,14 +322,14 @@ func (r *remoteSync) publishRun(ctx context.Context, integration, runDir string)
 
 // collect brings what the workers did into the starter's repository: the
 // run branch and every clone's artifacts and transcripts.
-func (r *remoteSync) collect(ctx context.Context, integration, runDir string) error {
+func (r *remoteSync) collect(ctx context.Context, integration string, run *store.Run) error {
 	if err := r.fetch(ctx); err != nil {
 		return err
 	}
 	if err := r.catchUp(ctx, integration); err != nil {
 		return fmt.Errorf("bring the run branch of run %s from the git remote %s: %w", r.runID, r.remote, err)
 	}
-	return r.pullFiles(ctx, runDir, true)
+	return r.pullFiles(ctx, run, true)
 }
 
 // prune deletes from the remote what only the run's workers needed, once
@@ -372,10 +360,9 @@ func (r *remoteSync) prune(ctx context.Context) {
 // it, it publishes what the action made. Only the reducer's view of the
 // run crosses machines, so each worker works in its own paths.
 type syncedExecutor struct {
+	// x writes into this clone's copy of the run directory (x.Run).
 	x    *local.Executor
 	sync *remoteSync
-	// dir is this clone's copy of the run directory.
-	dir string
 }
 
 // Execute is TryExecute for callers that cannot retry: a failure to sync
@@ -399,7 +386,7 @@ func (e *syncedExecutor) TryExecute(ctx context.Context, s loop.State, a loop.Ac
 	if err := r.fetch(ctx); err != nil {
 		return loop.Event{}, err
 	}
-	if err := r.pullFiles(ctx, e.dir, false); err != nil {
+	if err := r.pullFiles(ctx, e.x.Run, false); err != nil {
 		return loop.Event{}, err
 	}
 	path := e.x.TaskWorktree(a.TaskID, a.Attempt)
@@ -456,7 +443,7 @@ func (e *syncedExecutor) TryExecute(ctx context.Context, s loop.State, a loop.Ac
 		}
 		_ = r.push(ctx, ":refs/heads/"+a.Branch) // its work is on the run branch now
 	}
-	if err := retry(ctx, func() error { return r.pushFiles(ctx, e.dir) }); err != nil {
+	if err := retry(ctx, func() error { return r.pushFiles(ctx, e.x.Run.Dir()) }); err != nil {
 		return ev, err
 	}
 	return ev, nil

@@ -10,16 +10,12 @@ import (
 	"time"
 
 	"github.com/sluice-run/sluice/internal/gitx"
+	"github.com/sluice-run/sluice/internal/store"
 )
 
 func gitCmd(t *testing.T, dir string, args ...string) {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	gitOutput(t, dir, "", args...)
 }
 
 // TestRunFilesTravelAndStayInTheRunDirectory: a worker takes the files it
@@ -45,9 +41,27 @@ func TestRunFilesTravelAndStayInTheRunDirectory(t *testing.T) {
 	}
 	write := func(root, name, content string) {
 		t.Helper()
-		if err := writeAtomic(filepath.Join(root, filepath.FromSlash(name)), []byte(content)); err != nil {
+		path := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// attach opens root as a run directory (it needs a journal file).
+	attach := func(root string) *store.Run {
+		t.Helper()
+		f, err := os.OpenFile(filepath.Join(root, store.JournalFile), os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		run, err := store.Attach(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
 	}
 	read := func(root, name string) string {
 		data, _ := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
@@ -74,7 +88,7 @@ func TestRunFilesTravelAndStayInTheRunDirectory(t *testing.T) {
 	if err := repo.Fetch(ctx, "origin", "+refs/sluice/r1/files/*:"+wb.fetchedFiles()+"*"); err != nil {
 		t.Fatal(err)
 	}
-	if err := wb.pullFiles(ctx, b, false); err != nil {
+	if err := wb.pullFiles(ctx, attach(b), false); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(b, "artifacts/baseline.json"); got != "B" {
@@ -109,7 +123,7 @@ func TestRunFilesTravelAndStayInTheRunDirectory(t *testing.T) {
 	starter := t.TempDir()
 	write(starter, "meta.json", "starter's")
 	write(starter, "artifacts/baseline.json", "old")
-	if err := sync("starter").pullFiles(ctx, starter, true); err != nil {
+	if err := sync("starter").pullFiles(ctx, attach(starter), true); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(starter, "meta.json"); got != "starter's" {
@@ -127,25 +141,25 @@ func TestRunFilesTravelAndStayInTheRunDirectory(t *testing.T) {
 	if _, err := repo.CommitFiles(ctx, wb.fetchedFiles()+"evil", evil, []string{"log.jsonl"}, "evil", gitx.Identity{Name: "x", Email: "x@x", When: now()}); err != nil {
 		t.Fatal(err)
 	}
-	err = sync("starter").pullFiles(ctx, starter, true)
+	err = sync("starter").pullFiles(ctx, attach(starter), true)
 	if err == nil || !strings.Contains(err.Error(), "git push origin :refs/sluice/r1/files/evil") || !strings.Contains(err.Error(), "log.jsonl") {
 		t.Fatalf("a ref holding the journal: want an error naming the ref and the file, got %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(starter, "log.jsonl")); err == nil {
-		t.Fatal("a journal from the remote was written into the run directory")
+	if got := read(starter, "log.jsonl"); got != "" {
+		t.Fatalf("a journal from the remote was written into the run directory: %q", got)
 	}
 
 	// Git takes a ".." tree entry: artifacts/../log.jsonl must be refused
 	// like log.jsonl, and the journal left alone.
 	gitCmd(t, dir, "update-ref", "-d", wb.fetchedFiles()+"evil")
 	write(starter, "log.jsonl", "the journal")
-	blob := gitOutput(t, dir, "hash-object -w --stdin", "{}")
-	inner := gitOutput(t, dir, "mktree", "100644 blob "+blob+"\tlog.jsonl\n")
-	dotdot := gitOutput(t, dir, "mktree", "040000 tree "+inner+"\t..\n")
-	root := gitOutput(t, dir, "mktree", "040000 tree "+dotdot+"\tartifacts\n")
-	commit := gitOutput(t, dir, "commit-tree "+root+" -m escape", "")
+	blob := gitOutput(t, dir, "{}", "hash-object", "-w", "--stdin")
+	inner := gitOutput(t, dir, "100644 blob "+blob+"\tlog.jsonl\n", "mktree")
+	dotdot := gitOutput(t, dir, "040000 tree "+inner+"\t..\n", "mktree")
+	root := gitOutput(t, dir, "040000 tree "+dotdot+"\tartifacts\n", "mktree")
+	commit := gitOutput(t, dir, "", "commit-tree", root, "-m", "escape")
 	gitCmd(t, dir, "update-ref", wb.fetchedFiles()+"escape", commit)
-	err = sync("starter").pullFiles(ctx, starter, true)
+	err = sync("starter").pullFiles(ctx, attach(starter), true)
 	if err == nil || !strings.Contains(err.Error(), "artifacts/../log.jsonl") {
 		t.Fatalf("a ref escaping through artifacts/..: want an error naming it, got %v", err)
 	}
@@ -154,17 +168,19 @@ func TestRunFilesTravelAndStayInTheRunDirectory(t *testing.T) {
 	}
 }
 
-// gitOutput runs git (args split on spaces) with stdin and returns its
-// trimmed output.
-func gitOutput(t *testing.T, dir, args, stdin string) string {
+// gitOutput runs git with stdin, without the machine's git configuration,
+// and returns its trimmed output.
+func gitOutput(t *testing.T, dir, stdin string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", strings.Fields(args)...)
+	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("git %s: %v", args, err)
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return strings.TrimSpace(string(out))
 }

@@ -196,14 +196,12 @@ func Resume(ctx context.Context, runID string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	s := loop.Fold(loop.New(meta.RunID, meta.Settings), entries)
-	if opts.Engine != EngineTemporal {
-		if err := checkNotFollowed(st); err != nil {
-			return nil, err
-		}
-	}
 	att, err := readAttachment(st)
 	if err != nil {
 		return nil, err
+	}
+	if att.Following && opts.Engine != EngineTemporal {
+		return nil, followedError(st, att)
 	}
 	// A complete run is done with, unless the starter that followed its
 	// workflow stopped before collecting what the workers made.

@@ -209,13 +209,17 @@ func (e *executors) Executor(ctx context.Context, runID string, view loop.State)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("create this clone's copy of run %s: %w", runID, err)
 		}
-		if err := rs.pullFiles(ctx, dir, false); err != nil {
-			return nil, err
-		}
 		// The copy has no journal of its own (the starter keeps it); an
 		// empty one makes it a run directory to write artifacts into.
 		if f, err := os.OpenFile(filepath.Join(dir, store.JournalFile), os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
 			f.Close()
+		}
+		copied, err := store.Attach(dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := rs.pullFiles(ctx, copied, false); err != nil {
+			return nil, err
 		}
 	}
 	x, closeFn, err := e.p.workerExecutor(ctx, dir, e.opts, e.remote != "")
@@ -227,7 +231,7 @@ func (e *executors) Executor(ctx context.Context, runID string, view loop.State)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if rs != nil {
-		ex = &syncedExecutor{x: x, sync: rs, dir: dir}
+		ex = &syncedExecutor{x: x, sync: rs}
 	}
 	e.byKey[key] = runExecutor{x: x, ex: ex}
 	e.close = append(e.close, closeFn)
@@ -343,13 +347,10 @@ func writeAttachment(st *store.Run, a Attachment) error {
 // that no starter follows: only a resume on the Temporal engine may touch it.
 var ErrFollowedByTemporal = errors.New("the run is driven by a Temporal workflow")
 
-// checkNotFollowed refuses a local resume of a run whose workflow may still
-// be running, or whose last entries are only in the workflow's history.
-func checkNotFollowed(st *store.Run) error {
-	a, err := readAttachment(st)
-	if err != nil || !a.Following {
-		return err
-	}
+// followedError refuses a local resume of a run whose workflow (a, still
+// followed) may still be running, or whose last entries are only in the
+// workflow's history.
+func followedError(st *store.Run, a Attachment) error {
 	return fmt.Errorf("%w: run %s was started as workflow %s on Temporal at %s, and its starter stopped before the workflow ended; resume it with `%s`, which re-attaches to the workflow (or collects what it did, if it has ended). If that Temporal service is gone for good, delete %s from %s and resume here: what the workflow did beyond this run's journal is then redone",
 		ErrFollowedByTemporal, filepath.Base(st.Dir()), a.WorkflowID, a.HostPort, a.ResumeCommand(), attachmentFile, st.Dir())
 }
@@ -416,7 +417,7 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 	}
 	defer c.Close()
 	wid := WorkflowID(meta.RunID)
-	f := &follower{c: c, wid: wid, eng: eng, j: j, s: s, opts: opts, asked: map[string]bool{}, sync: rs, integration: integration, runDir: st.Dir()}
+	f := &follower{c: c, wid: wid, eng: eng, j: j, s: s, opts: opts, asked: map[string]bool{}, sync: rs, integration: integration}
 
 	att, err := readAttachment(st)
 	if err != nil {
@@ -507,10 +508,10 @@ type follower struct {
 	// asked holds the approval questions already put to someone.
 	asked map[string]bool
 	// sync, when the run travels through a git remote, collects the run
-	// branch into integration and the workers' files into runDir.
+	// branch into integration and the workers' files into the run
+	// directory.
 	sync        *remoteSync
 	integration string
-	runDir      string
 }
 
 // showTasks passes what each task's child workflow is doing to the live
@@ -566,7 +567,7 @@ func (f *follower) collect(ctx context.Context) error {
 	if f.sync == nil {
 		return nil
 	}
-	return f.sync.collect(ctx, f.integration, f.runDir)
+	return f.sync.collect(ctx, f.integration, f.j.run)
 }
 
 // journaled is how many entries the run directory's journal holds after
