@@ -447,10 +447,7 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 			if err := j.Snapshot(s); err != nil {
 				return res, err
 			}
-			p.cleanup(ctx, meta.RunID)
-			if rs != nil {
-				rs.prune(ctx)
-			}
+			p.tidyUp(ctx, meta.RunID, rs)
 			return res, nil
 		}
 	}
@@ -489,6 +486,15 @@ func (p *prepared) driveTemporal(ctx context.Context, opts Options, st *store.Ru
 	}
 	f.s, f.runID, f.cursor = s, wr.GetRunID(), 0
 	return p.followToEnd(ctx, opts, st, meta, f, wr, att, res)
+}
+
+// tidyUp removes a complete, collected run's worktrees here and, when it
+// travelled through a remote (rs), all of it there but the run branch.
+func (p *prepared) tidyUp(ctx context.Context, runID string, rs *remoteSync) {
+	p.cleanup(ctx, runID)
+	if rs != nil {
+		rs.prune(ctx)
+	}
 }
 
 // follower reads a workflow's journal, across the runs it continues as new
@@ -769,11 +775,7 @@ wait:
 		return res, err
 	}
 	if s.Phase == loop.PhaseComplete {
-		p.cleanup(ctx, meta.RunID)
-		if f.sync != nil {
-			// Collected: the remote keeps only the run branch.
-			f.sync.prune(ctx)
-		}
+		p.tidyUp(ctx, meta.RunID, f.sync)
 	}
 	return res, nil
 }
